@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: MIT
+# perfvisor build. `make` builds everything, `make check` runs every test,
+# `make run` boots the demo guest, `make bench` measures. Missing Debian
+# packages are installed by scripts/deps.sh (quiet when all are present).
+
+BUILD ?= build
+CC ?= gcc
+Q ?= @
+
+# Components: each is a static library with one public header. COMP_DEPS
+# names the libraries a component may use; its unit tests link only those.
+COMPONENTS := util devices vmm
+DEPS_util :=
+DEPS_devices := util
+DEPS_vmm := devices util
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
+CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
+SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDLIBS := -pthread
+CRITERION_LIBS := -lcriterion
+
+all: deps-check host guests
+
+# ---------------------------------------------------------------- deps
+DEPS_STAMP := $(BUILD)/.deps-ok
+deps:
+	$(Q)bash scripts/deps.sh build
+deps-check: $(DEPS_STAMP)
+$(DEPS_STAMP): scripts/deps.sh
+	$(Q)bash scripts/deps.sh build
+	$(Q)mkdir -p $(BUILD) && touch $@
+
+# ---------------------------------------------------------------- host code
+# $(1) = variant dir (build or build/asan), $(2) = extra flags
+define host_variant
+$(1)/obj/%.o: %.c | $(DEPS_STAMP)
+	$$(Q)mkdir -p $$(dir $$@)
+	$$(Q)echo "  CC      $$@"
+	$$(Q)$$(CC) $$(CFLAGS_BASE) $(2) -c $$< -o $$@
+
+$(foreach c,$(COMPONENTS),
+$(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcard $(c)/*.c)))
+	$$(Q)echo "  AR      $$@"
+	$$(Q)rm -f $$@ && ar rcs $$@ $$^
+)
+
+$(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
+	$$(Q)echo "  LD      $$@"
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices util,-l$(c)) $$(LDLIBS)
+
+# Unit tests: tests/unit/test_<component>[_*].c, linked with that
+# component and its declared dependencies only.
+$(foreach c,$(COMPONENTS),
+$(1)/tests/test_$(c)%: $(1)/obj/tests/unit/test_$(c)%.o $(1)/lib$(c).a $(patsubst %,$(1)/lib%.a,$(DEPS_$(c)))
+	$$(Q)mkdir -p $$(dir $$@)
+	$$(Q)echo "  LD      $$@"
+	$$(Q)$$(CC) $(2) -o $$@ $$< -L$(1) -l$(c) $(patsubst %,-l%,$(DEPS_$(c))) $$(CRITERION_LIBS) $$(LDLIBS)
+)
+endef
+
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_NAMES := $(patsubst tests/unit/%.c,%,$(UNIT_SRCS))
+
+$(eval $(call host_variant,$(BUILD),))
+$(eval $(call host_variant,$(BUILD)/asan,$(SAN_FLAGS)))
+
+host: $(BUILD)/perfvisor $(patsubst %,$(BUILD)/tests/%,$(UNIT_NAMES))
+asan: $(BUILD)/asan/perfvisor $(patsubst %,$(BUILD)/asan/tests/%,$(UNIT_NAMES))
+
+# ---------------------------------------------------------------- guests
+-include guest-images/guests.mk
+
+# ---------------------------------------------------------------- tests
+unit: host asan
+	$(Q)bash tests/run-unit.sh $(BUILD) $(UNIT_NAMES)
+
+integration: host asan guests
+	$(Q)bash tests/integration/run.sh
+
+check: unit integration format-check
+	$(Q)echo "make check: all test suites passed"
+
+run: all
+	$(Q)bash scripts/run-demo.sh
+
+bench: all
+	$(Q)bash bench/run.sh
+
+FORMAT_SRCS := $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+format-check:
+	$(Q)if command -v clang-format >/dev/null; then \
+		clang-format --dry-run --Werror $(FORMAT_SRCS) && echo "format-check: ok"; \
+	else echo "format-check: SKIP: clang-format not installed"; fi
+format:
+	$(Q)clang-format -i $(FORMAT_SRCS)
+
+compile_commands.json:
+	$(Q)bear -- $(MAKE) -B host
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all deps deps-check host asan unit integration check run bench format-check format clean
+.SECONDARY:
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Install the Debian packages perfvisor needs, only those missing; quiet
+# when everything is present. Usage: scripts/deps.sh [build|testhost|bench]...
+set -euo pipefail
+
+# Build: compiler, KVM API headers, the libraries the components link,
+# Criterion for the unit tests, clang-format for `make format-check`.
+build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
+	liburing-dev libjansson-dev libcriterion-dev clang-format)
+# Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
+# the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
+# and run on the real KVM (kvm-amd) inside it. See docs/testing.md.
+testhost_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod)
+# Bench: QEMU microvm is the baseline the boot benchmark compares against.
+bench_pkgs=(qemu-system-x86)
+
+want=()
+for set in "${@:-build}"; do
+	case "$set" in
+	build) want+=("${build_pkgs[@]}") ;;
+	testhost) want+=("${testhost_pkgs[@]}") ;;
+	bench) want+=("${bench_pkgs[@]}") ;;
+	*) echo "deps.sh: unknown package set '$set' (build, testhost, bench)" >&2; exit 2 ;;
+	esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null; then
+	echo "deps.sh: missing packages ${missing[*]} and no apt-get; install them by hand" >&2
+	exit 1
+fi
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+echo "deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq >/dev/null
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

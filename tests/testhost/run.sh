@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Run a command on a real KVM when this machine has no /dev/kvm.
+#
+# Boots Debian's kernel under QEMU TCG with emulated AMD SVM, loads kvm-amd
+# there, and runs COMMAND (busybox sh) in /work, a copy of the repo's build/
+# and tests/ trees. Prints what COMMAND prints and exits with its status.
+# Usage: tests/testhost/run.sh 'COMMAND'   (env: BUILD, TESTHOST_TIMEOUT,
+# TESTHOST_MEM, TESTHOST_CPUS). docs/testing.md explains why this exists.
+set -euo pipefail
+
+cmd=${1:?usage: tests/testhost/run.sh COMMAND}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=${BUILD:-build}
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+timeout_s=${TESTHOST_TIMEOUT:-2400}
+
+bash "$root/scripts/deps.sh" testhost
+
+kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)
+if [ -z "$kernel" ]; then
+	echo "testhost: no kernel in /boot (package linux-image-amd64)" >&2
+	exit 1
+fi
+kver=${kernel#/boot/vmlinuz-}
+mods="/lib/modules/$kver/kernel"
+for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko; do
+	[ -f "$mods/$m" ] || { echo "testhost: module $m missing for kernel $kver" >&2; exit 1; }
+done
+
+# Assemble the initramfs: busybox, the KVM modules, the build outputs and
+# tests, and every shared library the ELF binaries need (found with ldd).
+# One directory per run, so concurrent runs do not disturb each other.
+mkdir -p "$build/testhost"
+work=$(mktemp -d "$build/testhost/run.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/root"/{bin,dev,proc,sys,tmp,mod,work}
+r="$work/root"
+cp /bin/busybox "$r/bin/busybox"
+for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko; do
+	cp "$mods/$m" "$r/mod/"
+done
+(cd "$root" && tar cf - --exclude="${build#"$root"/}/testhost" --exclude='*.o' --exclude='*.d' --exclude='*.a' \
+	"${build#"$root"/}" tests bench scripts) | tar xf - -C "$r/work"
+find "$r/work" -type f -perm -u+x | while read -r f; do
+	ldd "$f" 2>/dev/null | grep -o '/[^ ]*' || true
+done | sort -u | while read -r lib; do
+	[ -e "$lib" ] || continue
+	mkdir -p "$r$(dirname "$lib")"
+	cp -L "$lib" "$r$lib"
+done
+printf '%s\n' "$cmd" > "$r/cmd"
+cat > "$r/init" <<'INIT'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/shm && mount -t tmpfs tmp /dev/shm; mount -t tmpfs tmp /tmp
+for m in irqbypass ccp kvm kvm-amd; do insmod /mod/$m.ko 2>/dev/null; done
+if [ ! -c /dev/kvm ]; then
+	echo "testhost: kvm-amd did not load (does this QEMU emulate SVM?)"
+	dmesg | grep -i -E 'kvm|svm' | tail -5
+	echo "@@TESTHOST_EXIT=1"
+else
+	echo "testhost: $(uname -r), KVM on emulated SVM, $(grep -c ^processor /proc/cpuinfo) CPUs"
+	cd /work && sh /cmd
+	echo "@@TESTHOST_EXIT=$?"
+fi
+poweroff -f
+INIT
+chmod +x "$r/init"
+(cd "$r" && find . | cpio -o -H newc --quiet) | gzip -1 > "$work/initramfs.gz"
+
+log="$work/console.log"
+set +e
+timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
+	-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-2}" -m "${TESTHOST_MEM:-2048}" \
+	-M microvm -no-reboot -display none -monitor none -serial stdio \
+	-kernel "$kernel" -initrd "$work/initramfs.gz" \
+	-append "console=ttyS0 quiet loglevel=3 panic=-1" </dev/null | tee "$log" |
+	grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e 'reboot: Power down'
+qrc=${PIPESTATUS[0]}
+set -e
+status=$(grep -a -o '@@TESTHOST_EXIT=[0-9]*' "$log" | tail -n 1 | cut -d= -f2)
+if [ -z "$status" ]; then
+	tail -n 20 "$log" >&2
+	echo "testhost: the test VM ended without a status (qemu exit $qrc${qrc:+; 124 = timeout after ${timeout_s}s})" >&2
+	exit 1
+fi
+exit "$status"

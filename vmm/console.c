@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The console sink: bytes from the UART and the test device's PRINT go to
+ * stdout, a file, or nowhere. One lock keeps lines from different vCPUs
+ * from interleaving inside a single write.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+int console_init(struct console *c, const struct vm_config *cfg, struct errbuf *err)
+{
+	c->fd = -1;
+	c->owned = false;
+	pthread_mutex_init(&c->lock, NULL);
+	switch (cfg->console) {
+	case CONSOLE_STDIO:
+		c->fd = STDOUT_FILENO;
+		return 0;
+	case CONSOLE_NONE:
+		return 0;
+	case CONSOLE_FILE:
+		c->fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		if (c->fd < 0)
+			return errbuf_set(err, -errno, "cannot open console file '%s': %s", cfg->console_path,
+					  strerror(errno));
+		c->owned = true;
+		return 0;
+	}
+	return errbuf_set(err, -EINVAL, "bad console kind");
+}
+
+void console_fini(struct console *c)
+{
+	if (c->owned && c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	pthread_mutex_destroy(&c->lock);
+}
+
+void console_write(struct console *c, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	if (c->fd < 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	while (len > 0) {
+		ssize_t n = write(c->fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* a closed stdout must not stop the guest */
+		p += n;
+		len -= (size_t)n;
+	}
+	pthread_mutex_unlock(&c->lock);
+}

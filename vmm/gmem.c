@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Guest RAM: one memfd mapped shared at guest-physical 0, and the only
+ * place that turns a guest-physical range into a host pointer (checked).
+ */
+#include "vmm.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int gmem_check_size(uint64_t size, struct errbuf *err)
+{
+	if (size < GMEM_MIN_SIZE)
+		return errbuf_set(err, -ERANGE, "memory size %" PRIu64 " bytes is below the minimum of %llu MiB",
+				  size, GMEM_MIN_SIZE >> 20);
+	if (size > GMEM_MAX_SIZE)
+		return errbuf_set(err, -ERANGE, "memory size %" PRIu64 " MiB is above the maximum of %llu MiB",
+				  size >> 20, GMEM_MAX_SIZE >> 20);
+	if (size % GMEM_ALIGN)
+		return errbuf_set(err, -EINVAL, "memory size %" PRIu64 " is not a multiple of 4 KiB", size);
+	return 0;
+}
+
+int gmem_init(struct gmem *m, uint64_t size, struct errbuf *err)
+{
+	int rc = gmem_check_size(size, err);
+
+	m->fd = -1;
+	m->hva = NULL;
+	m->size = 0;
+	if (rc)
+		return rc;
+	m->fd = memfd_create("perfvisor-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (m->fd < 0)
+		return errbuf_set(err, -errno, "guest memory: memfd_create: %s", strerror(errno));
+	if (ftruncate(m->fd, (off_t)size) < 0) {
+		rc = errbuf_set(err, -errno, "guest memory: cannot size %" PRIu64 " MiB: %s", size >> 20,
+				strerror(errno));
+		goto err_close;
+	}
+	m->hva = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, m->fd, 0);
+	if (m->hva == MAP_FAILED) {
+		m->hva = NULL;
+		rc = errbuf_set(err, -errno, "guest memory: mmap of %" PRIu64 " MiB: %s", size >> 20,
+				strerror(errno));
+		goto err_close;
+	}
+	m->size = size;
+	return 0;
+
+err_close:
+	close(m->fd);
+	m->fd = -1;
+	return rc;
+}
+
+void gmem_fini(struct gmem *m)
+{
+	if (m->hva)
+		munmap(m->hva, m->size);
+	if (m->fd >= 0)
+		close(m->fd);
+	m->hva = NULL;
+	m->fd = -1;
+	m->size = 0;
+}
+
+void *gmem_hva(const struct gmem *m, uint64_t gpa, uint64_t len)
+{
+	if (gpa > m->size || len > m->size - gpa)
+		return NULL;
+	return m->hva + gpa;
+}

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vCPU threads and the run loop. The loop switches on the exit reason and
+ * only delegates: I/O and MMIO to the bus, MSRs to the bus, stop-type exits
+ * to vm_request_stop(). Every exit is counted in the vCPU's counters.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* The kick signal only interrupts KVM_RUN; its handler does nothing. */
+#define VCPU_KICK_SIGNAL SIGUSR1
+
+static void kick_handler(int sig)
+{
+	(void)sig;
+}
+
+int vcpu_signal_setup(struct errbuf *err)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = kick_handler; /* no SA_RESTART: KVM_RUN returns -EINTR */
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
+		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
+	return 0;
+}
+
+int vcpu_init(struct vm *vm, struct vcpu *v, unsigned index, struct errbuf *err)
+{
+	memset(v, 0, sizeof(*v));
+	v->vm = vm;
+	v->index = index;
+	v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, (unsigned long)index);
+	if (v->fd < 0)
+		return errbuf_set(err, -errno, "vCPU %u: KVM_CREATE_VCPU: %s", index, strerror(errno));
+	v->run = mmap(NULL, (size_t)vm->kvm.vcpu_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	if (v->run == MAP_FAILED) {
+		int rc = errbuf_set(err, -errno, "vCPU %u: mmap of kvm_run: %s", index, strerror(errno));
+
+		v->run = NULL;
+		close(v->fd);
+		v->fd = -1;
+		return rc;
+	}
+	return 0;
+}
+
+void vcpu_fini(struct vcpu *v)
+{
+	if (v->run)
+		munmap(v->run, (size_t)v->vm->kvm.vcpu_mmap_size);
+	if (v->fd >= 0)
+		close(v->fd);
+	v->run = NULL;
+	v->fd = -1;
+}
+
+static void unhandled(struct vcpu *v, enum bus_space space, const struct bus_access *a)
+{
+	if (ratelimit_allow(&v->vm->unhandled_rl))
+		vm_log(v->vm, "vCPU %u: unhandled %s %s 0x%" PRIx64 " (%u bytes)%s", v->index,
+		       bus_space_name(space), a->is_write ? "write" : "read", a->addr, a->len,
+		       a->is_write ? "; ignored" : "; reads as all ones");
+	if (!a->is_write)
+		memset(a->data, 0xff, a->len);
+}
+
+static void handle_io(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	uint8_t *data = (uint8_t *)run + run->io.data_offset;
+
+	v->cnt.io++;
+	/* String I/O (rep outs/ins) arrives as `count` consecutive items. */
+	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
+		struct bus_access a = {
+			.addr = run->io.port,
+			.len = run->io.size,
+			.is_write = run->io.direction == KVM_EXIT_IO_OUT,
+			.data = data,
+			.vcpu = v->index,
+		};
+
+		if (bus_dispatch(&v->vm->bus, BUS_PIO, &a) == -ENOENT) {
+			v->cnt.unhandled_io++;
+			unhandled(v, BUS_PIO, &a);
+		}
+	}
+}
+
+static void handle_mmio(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	struct bus_access a = {
+		.addr = run->mmio.phys_addr,
+		.len = run->mmio.len > 8 ? 8 : run->mmio.len,
+		.is_write = run->mmio.is_write,
+		.data = run->mmio.data,
+		.vcpu = v->index,
+	};
+
+	v->cnt.mmio++;
+	if (bus_dispatch(&v->vm->bus, BUS_MMIO, &a) == -ENOENT) {
+		v->cnt.unhandled_mmio++;
+		unhandled(v, BUS_MMIO, &a);
+	}
+}
+
+static void handle_msr(struct vcpu *v, bool is_write)
+{
+	struct kvm_run *run = v->run;
+	uint64_t val = run->msr.data;
+	struct bus_access a = {
+		.addr = run->msr.index,
+		.len = 8,
+		.is_write = is_write,
+		.data = (uint8_t *)&val,
+		.vcpu = v->index,
+	};
+
+	if (is_write)
+		v->cnt.msr_write++;
+	else
+		v->cnt.msr_read++;
+	/* Any failure, including no device, is a #GP for the guest. */
+	run->msr.error = bus_dispatch(&v->vm->bus, BUS_MSR, &a) ? 1 : 0;
+	if (!is_write && !run->msr.error)
+		run->msr.data = val;
+}
+
+static void report_stop_exit(struct vcpu *v)
+{
+	struct kvm_run *run = v->run;
+	struct kvm_regs regs;
+	uint64_t rip = 0;
+
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0)
+		rip = regs.rip;
+	switch (run->exit_reason) {
+	case KVM_EXIT_SHUTDOWN:
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64,
+				v->index, rip);
+		break;
+	case KVM_EXIT_HLT:
+		vm_request_stop(v->vm, 0, "vCPU %u: guest halted", v->index);
+		break;
+	case KVM_EXIT_SYSTEM_EVENT:
+		vm_request_stop(v->vm, 0,
+				"vCPU %u: guest system event %u (%s)", v->index, run->system_event.type,
+				run->system_event.type == KVM_SYSTEM_EVENT_RESET ? "reset" : "shutdown");
+		break;
+	case KVM_EXIT_INTERNAL_ERROR:
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: KVM internal error, suberror %u, at rip 0x%" PRIx64,
+				v->index, run->internal.suberror, rip);
+		break;
+	case KVM_EXIT_FAIL_ENTRY:
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: KVM entry failed, hardware reason 0x%llx",
+				v->index, (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		break;
+	default:
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: unexpected KVM exit reason %u at rip 0x%" PRIx64,
+				v->index, run->exit_reason, rip);
+		break;
+	}
+}
+
+/* Returns false when the loop must end. */
+static bool handle_exit(struct vcpu *v)
+{
+	switch (v->run->exit_reason) {
+	case KVM_EXIT_IO:
+		handle_io(v);
+		return true;
+	case KVM_EXIT_MMIO:
+		handle_mmio(v);
+		return true;
+	case KVM_EXIT_X86_RDMSR:
+		handle_msr(v, false);
+		return true;
+	case KVM_EXIT_X86_WRMSR:
+		handle_msr(v, true);
+		return true;
+	case KVM_EXIT_INTR:
+		v->cnt.intr++;
+		return true;
+	case KVM_EXIT_HLT:
+		v->cnt.hlt++;
+		report_stop_exit(v);
+		return false;
+	case KVM_EXIT_SHUTDOWN:
+		v->cnt.shutdown++;
+		report_stop_exit(v);
+		return false;
+	default:
+		v->cnt.other++;
+		report_stop_exit(v);
+		return false;
+	}
+}
+
+static void *vcpu_thread(void *arg)
+{
+	struct vcpu *v = arg;
+	struct vm *vm = v->vm;
+
+	while (!atomic_load(&vm->stopping)) {
+		uint64_t t0 = util_now_ns();
+		int rc = ioctl(v->fd, KVM_RUN, 0);
+
+		v->cnt.run_ns += util_now_ns() - t0;
+		if (rc < 0) {
+			if (errno == EINTR || errno == EAGAIN) {
+				v->cnt.intr++;
+				continue;
+			}
+			vm_request_stop(vm, PV_EXIT_VMM_ERROR, "vCPU %u: KVM_RUN failed: %s", v->index,
+					strerror(errno));
+			break;
+		}
+		v->cnt.exits++;
+		if (!handle_exit(v))
+			break;
+	}
+	return NULL;
+}
+
+int vcpu_start(struct vcpu *v, struct errbuf *err)
+{
+	sigset_t kick, old;
+	int rc;
+
+	/* The thread inherits the signal mask: keep the kick signal unblocked in it. */
+	sigemptyset(&kick);
+	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
+	rc = pthread_create(&v->thread, NULL, vcpu_thread, v);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return errbuf_set(err, -rc, "vCPU %u: cannot start thread: %s", v->index, strerror(rc));
+	v->thread_started = true;
+	return 0;
+}
+
+void vcpu_kick(struct vcpu *v)
+{
+	/*
+	 * immediate_exit covers a thread about to enter KVM_RUN; the signal
+	 * covers one already inside it (including an AP waiting for a SIPI).
+	 */
+	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+	if (v->thread_started)
+		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
+}
+
+void vcpu_join(struct vcpu *v)
+{
+	if (v->thread_started)
+		pthread_join(v->thread, NULL);
+	v->thread_started = false;
+}

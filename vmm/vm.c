@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The VM: composes KVM, guest memory, the loader, the devices and the vCPUs
+ * in one visible sequence (create -> configure -> freeze the bus -> start),
+ * waits for the guest to finish, and tears everything down in reverse.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "perfvisor/bootinfo.h"
+
+#define TSS_ADDR 0xfffbd000ULL /* three pages below the BIOS area, unused by guests */
+
+void vm_log(struct vm *vm, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	(void)vm;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "perfvisor: %s\n", line);
+}
+
+void vm_request_stop(struct vm *vm, int status, const char *fmt, ...)
+{
+	uint64_t one = 1;
+	va_list ap;
+
+	pthread_mutex_lock(&vm->stop_lock);
+	if (!atomic_load(&vm->stopping)) {
+		vm->stop_status = status;
+		va_start(ap, fmt);
+		vsnprintf(vm->stop_why, sizeof(vm->stop_why), fmt, ap);
+		va_end(ap);
+		atomic_store(&vm->stopping, true);
+		/* One write cannot overflow the eventfd; nothing to handle. */
+		(void)!write(vm->stop_efd, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&vm->stop_lock);
+}
+
+static int vm_setup_kvm(struct vm *vm, struct errbuf *err)
+{
+	struct kvm_userspace_memory_region region;
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+
+	if (vm->nr_vcpus > (unsigned)vm->kvm.max_vcpus)
+		return errbuf_set(err, -EINVAL, "--cpus %u exceeds this KVM's limit of %d vCPUs", vm->nr_vcpus,
+				  vm->kvm.max_vcpus);
+	vm->fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
+	if (vm->fd < 0)
+		return errbuf_set(err, -errno, "KVM_CREATE_VM: %s", strerror(errno));
+	if (ioctl(vm->fd, KVM_SET_TSS_ADDR, (unsigned long)TSS_ADDR) < 0)
+		return errbuf_set(err, -errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+	if (ioctl(vm->fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		return errbuf_set(err, -errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
+	if (ioctl(vm->fd, KVM_CREATE_PIT2, &pit) < 0)
+		return errbuf_set(err, -errno, "KVM_CREATE_PIT2: %s", strerror(errno));
+	region = (struct kvm_userspace_memory_region){
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = vm->mem.size,
+		.userspace_addr = (uintptr_t)vm->mem.hva,
+	};
+	if (ioctl(vm->fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+		return errbuf_set(err, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+	return 0;
+}
+
+static int vm_setup_vcpus(struct vm *vm, struct errbuf *err)
+{
+	int rc;
+
+	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
+	if (!vm->vcpus)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vm->vcpus[i].fd = -1;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		rc = vcpu_init(vm, &vm->vcpus[i], i, err);
+		if (rc)
+			return rc;
+		rc = x86_setup_cpuid(vm, &vm->vcpus[i], err);
+		if (rc)
+			return rc;
+	}
+	/* KVM_GET_TSC_KHZ fails on hosts without a stable TSC; the guest then sees 0. */
+	rc = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
+	vm->tsc_khz = rc > 0 ? (uint32_t)rc : 0;
+	/* APs stay in wait-for-SIPI in the in-kernel LAPIC; only the BSP gets state. */
+	return 0;
+}
+
+int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
+{
+	struct vm *vm = calloc(1, sizeof(*vm));
+	int rc;
+
+	*out = NULL;
+	if (!vm)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	vm->cfg = *cfg;
+	vm->nr_vcpus = cfg->nr_cpus;
+	vm->fd = -1;
+	vm->kvm.fd = -1;
+	vm->mem.fd = -1;
+	vm->console.fd = -1;
+	vm->unhandled_rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
+	pthread_mutex_init(&vm->stop_lock, NULL);
+	bus_init(&vm->bus);
+	vm->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (vm->stop_efd < 0) {
+		rc = errbuf_set(err, -errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+
+	/* create */
+	rc = kvmsys_open(&vm->kvm, err);
+	if (!rc)
+		rc = gmem_init(&vm->mem, cfg->mem_size, err);
+	if (!rc)
+		rc = vm_setup_kvm(vm, err);
+	if (!rc)
+		rc = console_init(&vm->console, cfg, err);
+	/* configure */
+	if (!rc)
+		rc = loader_load_elf_file(cfg->kernel, &vm->mem, PV_RESERVED_END, &vm->kernel, err);
+	if (!rc)
+		rc = vm_devices_create(vm, err);
+	if (!rc)
+		rc = vm_setup_vcpus(vm, err);
+	if (!rc)
+		rc = x86_setup_boot_area(vm, err);
+	if (!rc)
+		rc = x86_setup_bsp(vm, &vm->vcpus[0], err);
+	if (!rc)
+		rc = vcpu_signal_setup(err);
+	if (rc)
+		goto fail;
+	/* freeze the bus: from here on, dispatch is lock-free */
+	bus_freeze(&vm->bus);
+	if (cfg->verbose)
+		vm_log(vm, "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
+			   "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
+		       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low, vm->kernel.high,
+		       vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
+	*out = vm;
+	return 0;
+fail:
+	vm_destroy(vm);
+	return rc;
+}
+
+static void vm_stop_vcpus(struct vm *vm)
+{
+	atomic_store(&vm->stopping, true);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		if (vm->vcpus[i].run)
+			vcpu_kick(&vm->vcpus[i]);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vcpu_join(&vm->vcpus[i]);
+}
+
+static void feed_stdin(struct vm *vm, struct pollfd *p)
+{
+	uint8_t buf[256];
+	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+
+	if (n > 0)
+		serial_push_input(vm->serial, buf, (size_t)n);
+	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
+		p->fd = -1; /* EOF: stop polling stdin */
+}
+
+/* Main thread: wait for a stop request, a signal or the deadline. */
+static void vm_wait(struct vm *vm, int sfd)
+{
+	uint64_t deadline = vm->cfg.timeout_ms ? util_now_ns() + vm->cfg.timeout_ms * 1000000ULL : 0;
+	struct pollfd p[3] = {
+		{ .fd = vm->stop_efd, .events = POLLIN },
+		{ .fd = sfd, .events = POLLIN },
+		{ .fd = vm->cfg.stdin_input ? STDIN_FILENO : -1, .events = POLLIN },
+	};
+
+	while (!atomic_load(&vm->stopping)) {
+		int wait_ms = -1;
+
+		if (deadline) {
+			uint64_t now = util_now_ns();
+
+			if (now >= deadline) {
+				vm_request_stop(vm, PV_EXIT_TIMEOUT, "timeout: the guest ran longer than %" PRIu64 " s",
+						vm->cfg.timeout_ms / 1000);
+				break;
+			}
+			wait_ms = (int)((deadline - now + 999999) / 1000000);
+		}
+		if (poll(p, 3, wait_ms) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) == sizeof(si))
+				vm_request_stop(vm, PV_EXIT_SIGNAL_BASE + (int)si.ssi_signo, "stopped by signal %s",
+						strsignal((int)si.ssi_signo));
+		}
+		if (p[2].revents & (POLLIN | POLLHUP))
+			feed_stdin(vm, &p[2]);
+	}
+}
+
+int vm_run(struct vm *vm, struct errbuf *why)
+{
+	sigset_t sigs;
+	int sfd, rc = 0;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (sfd < 0)
+		return errbuf_set(why, PV_EXIT_VMM_ERROR, "signalfd: %s", strerror(errno));
+
+	/* start */
+	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
+		rc = vcpu_start(&vm->vcpus[i], why);
+	if (rc)
+		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", why->msg);
+	else
+		vm_wait(vm, sfd);
+	vm_stop_vcpus(vm);
+	close(sfd);
+
+	if (vm->cfg.verbose)
+		for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+			const struct vcpu_counters *c = &vm->vcpus[i].cnt;
+
+			vm_log(vm, "vCPU %u: %" PRIu64 " exits (io %" PRIu64 ", mmio %" PRIu64 ", msr %" PRIu64
+				   "/%" PRIu64 ", intr %" PRIu64 ", other %" PRIu64 "), %" PRIu64 " us in KVM_RUN",
+			       i, c->exits, c->io, c->mmio, c->msr_read, c->msr_write, c->intr, c->other,
+			       c->run_ns / 1000);
+		}
+	pthread_mutex_lock(&vm->stop_lock);
+	snprintf(why->msg, sizeof(why->msg), "%s", vm->stop_why);
+	rc = vm->stop_status;
+	pthread_mutex_unlock(&vm->stop_lock);
+	return rc;
+}
+
+void vm_destroy(struct vm *vm)
+{
+	if (!vm)
+		return;
+	if (vm->vcpus) {
+		vm_stop_vcpus(vm);
+		for (unsigned i = 0; i < vm->nr_vcpus; i++)
+			vcpu_fini(&vm->vcpus[i]);
+		free(vm->vcpus);
+	}
+	vm_devices_destroy(vm);
+	bus_fini(&vm->bus);
+	console_fini(&vm->console);
+	if (vm->fd >= 0)
+		close(vm->fd);
+	gmem_fini(&vm->mem);
+	kvmsys_close(&vm->kvm);
+	if (vm->stop_efd >= 0)
+		close(vm->stop_efd);
+	pthread_mutex_destroy(&vm->stop_lock);
+	free(vm);
+}

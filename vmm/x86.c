@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+/*
+ * x86 boot state (docs/boot.md): the flat GDT, the identity-mapping page
+ * tables, the boot info block and command line in the VMM-reserved low
+ * area, the boot vCPU's long-mode registers, and each vCPU's CPUID.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+#include "perfvisor/bootinfo.h"
+
+#define CR0_PE (1ULL << 0)
+#define CR0_MP (1ULL << 1)
+#define CR0_ET (1ULL << 4)
+#define CR0_NE (1ULL << 5)
+#define CR0_WP (1ULL << 16)
+#define CR0_PG (1ULL << 31)
+#define CR4_PAE (1ULL << 5)
+#define CR4_OSFXSR (1ULL << 9)
+#define CR4_OSXMMEXCPT (1ULL << 10)
+#define EFER_SCE (1ULL << 0)
+#define EFER_LME (1ULL << 8)
+#define EFER_LMA (1ULL << 10)
+#define EFER_NXE (1ULL << 11)
+
+#define PTE_P (1ULL << 0)
+#define PTE_RW (1ULL << 1)
+#define PTE_PS (1ULL << 7)
+
+/* GDT: null, 64-bit code (0x08), data (0x10), 64-bit TSS (0x18, 16 bytes). */
+static const uint64_t boot_gdt[] = {
+	0,
+	0x00af9b000000ffffULL, /* code: P, DPL0, S, exec/read, accessed, L, G */
+	0x00cf93000000ffffULL, /* data: P, DPL0, S, read/write, accessed, D/B, G */
+	0x00008b0000000067ULL, /* TSS (busy) base 0 limit 0x67: VMX wants a usable TR */
+	0,
+};
+
+static void *boot_ptr(struct vm *vm, uint64_t gpa, uint64_t len)
+{
+	/* gmem_check_size() guarantees RAM >= 4 MiB, so the boot area always fits. */
+	return gmem_hva(&vm->mem, gpa, len);
+}
+
+int x86_setup_boot_area(struct vm *vm, struct errbuf *err)
+{
+	uint64_t *pml4 = boot_ptr(vm, PV_PML4_GPA, 4096);
+	uint64_t *pdpt = boot_ptr(vm, PV_PDPT_GPA, 4096);
+	uint64_t *pd = boot_ptr(vm, PV_PD_GPA, 4 * 4096);
+	struct pv_bootinfo *bi = boot_ptr(vm, PV_BOOTINFO_GPA, sizeof(*bi));
+	char *cmdline = boot_ptr(vm, PV_CMDLINE_GPA, PV_CMDLINE_MAX);
+	size_t cmdlen = strlen(vm->cfg.cmdline);
+
+	if (!pml4 || !pdpt || !pd || !bi || !cmdline)
+		return errbuf_set(err, -EINVAL, "guest memory too small for the boot area");
+	if (cmdlen >= PV_CMDLINE_MAX)
+		return errbuf_set(err, -EINVAL, "command line longer than %u bytes", PV_CMDLINE_MAX - 1);
+
+	memcpy(boot_ptr(vm, PV_GDT_GPA, sizeof(boot_gdt)), boot_gdt, sizeof(boot_gdt));
+
+	/* Identity map of the first 4 GiB with 2 MiB pages: 4 PDs of 512 entries. */
+	memset(pml4, 0, 4096);
+	memset(pdpt, 0, 4096);
+	pml4[0] = PV_PDPT_GPA | PTE_P | PTE_RW;
+	for (uint64_t i = 0; i < 4; i++)
+		pdpt[i] = (PV_PD_GPA + i * 4096) | PTE_P | PTE_RW;
+	for (uint64_t i = 0; i < 4 * 512; i++)
+		pd[i] = (i << 21) | PTE_P | PTE_RW | PTE_PS;
+
+	memset(bi, 0, sizeof(*bi));
+	bi->magic = PV_BOOTINFO_MAGIC;
+	bi->version = 1;
+	bi->size = sizeof(*bi);
+	bi->nr_cpus = vm->nr_vcpus;
+	bi->bsp_apic_id = 0;
+	bi->mem_size = vm->mem.size;
+	bi->cmdline_gpa = PV_CMDLINE_GPA;
+	bi->cmdline_len = (uint32_t)cmdlen;
+	bi->nr_memmap = 2;
+	bi->memmap[0] = (struct pv_memmap_entry){ 0, PV_RESERVED_END, PV_MEM_RESERVED, 0 };
+	bi->memmap[1] = (struct pv_memmap_entry){ PV_RESERVED_END, vm->mem.size - PV_RESERVED_END,
+						  PV_MEM_RAM, 0 };
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		bi->apic_ids[i] = i;
+	bi->tsc_khz = vm->tsc_khz;
+
+	memset(cmdline, 0, PV_CMDLINE_MAX);
+	memcpy(cmdline, vm->cfg.cmdline, cmdlen);
+	return 0;
+}
+
+static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code64)
+{
+	memset(s, 0, sizeof(*s));
+	s->selector = sel;
+	s->base = 0;
+	s->limit = 0xffffffff;
+	s->type = type;
+	s->present = 1;
+	s->s = 1;
+	s->l = code64;
+	s->db = !code64;
+	s->g = 1;
+}
+
+int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
+{
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+
+	if (ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0)
+		return errbuf_set(err, -errno, "vCPU 0: KVM_GET_SREGS: %s", strerror(errno));
+	set_seg(&sregs.cs, PV_BOOT_CS, 0xb, true);
+	set_seg(&sregs.ds, PV_BOOT_DS, 0x3, false);
+	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
+	memset(&sregs.tr, 0, sizeof(sregs.tr));
+	sregs.tr.selector = 0x18;
+	sregs.tr.limit = 0x67;
+	sregs.tr.type = 0xb;
+	sregs.tr.present = 1;
+	memset(&sregs.ldt, 0, sizeof(sregs.ldt));
+	sregs.ldt.type = 0x2;
+	sregs.ldt.unusable = 1;
+	sregs.gdt.base = PV_GDT_GPA;
+	sregs.gdt.limit = sizeof(boot_gdt) - 1;
+	sregs.idt.base = 0;
+	sregs.idt.limit = 0;
+	sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_PG;
+	sregs.cr3 = PV_PML4_GPA;
+	sregs.cr4 = CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT;
+	sregs.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
+	if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0)
+		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_SREGS (long mode): %s", strerror(errno));
+
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = vm->kernel.entry;
+	regs.rsp = PV_BOOT_STACK_TOP;
+	regs.rdi = PV_BOOTINFO_GPA;
+	regs.rflags = 0x2;
+	if (ioctl(v->fd, KVM_SET_REGS, &regs) < 0)
+		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_REGS: %s", strerror(errno));
+	return 0;
+}
+
+static unsigned order_base_2(unsigned n)
+{
+	unsigned s = 0;
+
+	while ((1U << s) < n)
+		s++;
+	return s;
+}
+
+/*
+ * Topology: one socket, nr_cpus cores, one thread per core, APIC id ==
+ * vCPU index. Leaves 0xB/0x1F/0x8000001E are rewritten only where the host
+ * reports them, so the guest sees the same leaves as on the host.
+ */
+static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n)
+{
+	unsigned shift = order_base_2(n);
+
+	switch (e->function) {
+	case 1:
+		e->ebx = (e->ebx & 0x0000ffffu) | (index << 24) | ((n > 255 ? 255 : n) << 16);
+		e->edx |= 1u << 28; /* HTT: the count field above is valid */
+		e->ecx |= 1u << 31; /* hypervisor present */
+		break;
+	case 0xb:
+	case 0x1f:
+		if (e->index == 0) {
+			e->eax = 0; /* SMT level: shift 0, 1 thread */
+			e->ebx = 1;
+			e->ecx = (1u << 8) | 0;
+		} else if (e->index == 1) {
+			e->eax = shift; /* core level covers all vCPUs */
+			e->ebx = n;
+			e->ecx = (2u << 8) | 1;
+		} else {
+			e->eax = e->ebx = 0;
+			e->ecx = e->index;
+		}
+		e->edx = index;
+		break;
+	case 0x8000001e:
+		e->eax = index;             /* extended APIC id */
+		e->ebx = index & 0xff;      /* core id, 1 thread per core */
+		e->ecx = 0;                 /* node 0, 1 node */
+		break;
+	default:
+		break;
+	}
+}
+
+int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
+{
+	const struct kvm_cpuid2 *sup = vm->kvm.cpuid;
+	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
+	struct kvm_cpuid2 *c = malloc(sz);
+	int rc = 0;
+
+	if (!c)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	memcpy(c, sup, sz);
+	for (unsigned i = 0; i < c->nent; i++)
+		fix_entry(&c->entries[i], v->index, vm->nr_vcpus);
+	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0)
+		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));
+	free(c);
+	return rc;
+}
