@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfvisor devices: each device is a state machine behind read/write
+ * functions that take a register offset. Devices know nothing of KVM or
+ * the bus; what they need from the VM (guest memory, console, stopping the
+ * VM, interrupts, logging) comes through struct dev_host, so unit tests
+ * drive them with fakes.
+ */
+#ifndef PERFVISOR_DEVICES_H
+#define PERFVISOR_DEVICES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Services a device may use. Any callback may be NULL if the device does not need it. */
+struct dev_host {
+	void *opaque;
+	/* Host pointer for guest range [gpa, gpa+len), or NULL if not entirely in guest RAM. */
+	void *(*gpa_to_hva)(void *opaque, uint64_t gpa, uint64_t len);
+	/* Ask the VM to stop with this exit status; the first request wins. */
+	void (*request_stop)(void *opaque, int status, const char *why);
+	/* Bytes for the console (serial output, test-device prints). */
+	void (*console_write)(void *opaque, const void *buf, size_t len);
+	/* Set the level of this device's interrupt line. */
+	void (*set_irq)(void *opaque, int level);
+	/* A message for the operator (stderr); the device rate-limits guest-triggered ones. */
+	void (*log)(void *opaque, const char *msg);
+};
+
+/* ---- 16550A UART (8 registers at a base port, typically 0x3f8) ---------- */
+struct serial;
+
+/* Create a UART. Returns 0 or -ENOMEM. */
+int serial_create(struct serial **out, const struct dev_host *host);
+void serial_destroy(struct serial *s);
+/* Register access at offset 0..7. Thread-safe (internal lock). */
+uint8_t serial_read(struct serial *s, unsigned offset);
+void serial_write(struct serial *s, unsigned offset, uint8_t value);
+/* Queue input bytes for the guest (RBR). Returns bytes accepted (FIFO may be full). Any thread. */
+size_t serial_push_input(struct serial *s, const uint8_t *buf, size_t len);
+
+/* ---- Test device (ucall, include/perfvisor/testdev.h) -------------------- */
+struct testdev;
+
+struct testdev_counters {
+	uint64_t prints, syncs, asserts, dones, bad_requests;
+};
+
+int testdev_create(struct testdev **out, const struct dev_host *host);
+void testdev_destroy(struct testdev *t);
+/* A guest OUT to PV_TESTDEV_PORT of `len` bytes carrying `value`. Thread-safe. */
+void testdev_write(struct testdev *t, uint32_t value, unsigned len);
+void testdev_get_counters(struct testdev *t, struct testdev_counters *out);
+
+/* ---- QEMU-compatible debug exit (port 0xf4) ------------------------------ */
+/* A guest write of `value` stops the VM with status (value << 1) | 1, masked to 8 bits. */
+void debugexit_write(const struct dev_host *host, uint32_t value);
+
+/* ---- i8042 keyboard controller: only the reset line ---------------------- */
+struct i8042;
+
+int i8042_create(struct i8042 **out, const struct dev_host *host);
+void i8042_destroy(struct i8042 *k);
+/* port is 0x60 or 0x64. Writing 0xfe to 0x64 pulses reset: the VM stops with status 0. */
+uint8_t i8042_read(struct i8042 *k, uint16_t port);
+void i8042_write(struct i8042 *k, uint16_t port, uint8_t value);
+
+#endif

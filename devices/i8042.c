@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * i8042 keyboard controller, only as far as guests need it: the reset line
+ * (command 0xfe on port 0x64 stops the VM with status 0) and the command
+ * byte (0x20 reads it, 0x60 writes it). There is no keyboard; other
+ * commands are accepted and ignored.
+ */
+#include "devices/devices_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define I8042_DATA 0x60
+#define I8042_CMD 0x64 /* status on read */
+
+#define I8042_STR_OBF 0x01 /* output buffer full: a byte waits on port 0x60 */
+
+#define I8042_CMD_READ_CTR 0x20
+#define I8042_CMD_WRITE_CTR 0x60
+#define I8042_CMD_RESET 0xfe
+
+#define I8042_CTR_KBDINT 0x01
+#define I8042_CTR_SYS 0x04 /* "POST passed" flag */
+
+struct i8042 {
+	pthread_mutex_t lock;
+	struct dev_host host;
+	uint8_t ctr;      /* controller command byte */
+	uint8_t pending;  /* command waiting for its data byte on 0x60, or 0 */
+	bool obf;
+	uint8_t out;
+};
+
+int i8042_create(struct i8042 **out, const struct dev_host *host)
+{
+	struct i8042 *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	if (pthread_mutex_init(&k->lock, NULL)) {
+		free(k);
+		return -ENOMEM;
+	}
+	if (host)
+		k->host = *host;
+	k->ctr = I8042_CTR_SYS | I8042_CTR_KBDINT;
+	*out = k;
+	return 0;
+}
+
+void i8042_destroy(struct i8042 *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_destroy(&k->lock);
+	free(k);
+}
+
+uint8_t i8042_read(struct i8042 *k, uint16_t port)
+{
+	uint8_t v = 0;
+
+	pthread_mutex_lock(&k->lock);
+	if (port == I8042_CMD) {
+		v = k->obf ? I8042_STR_OBF : 0;
+	} else if (port == I8042_DATA && k->obf) {
+		v = k->out;
+		k->obf = false;
+	}
+	pthread_mutex_unlock(&k->lock);
+	return v;
+}
+
+static void i8042_command(struct i8042 *k, uint8_t cmd)
+{
+	k->pending = 0;
+	switch (cmd) {
+	case I8042_CMD_READ_CTR:
+		k->out = k->ctr;
+		k->obf = true;
+		break;
+	case I8042_CMD_WRITE_CTR:
+		k->pending = cmd;
+		break;
+	case I8042_CMD_RESET:
+		dev_stop(&k->host, 0, "guest reset (i8042)");
+		break;
+	default: /* no keyboard, no aux port: nothing to do */
+		break;
+	}
+}
+
+void i8042_write(struct i8042 *k, uint16_t port, uint8_t value)
+{
+	pthread_mutex_lock(&k->lock);
+	if (port == I8042_CMD) {
+		i8042_command(k, value);
+	} else if (port == I8042_DATA) {
+		/* A data byte that answers no command would go to the keyboard: dropped. */
+		if (k->pending == I8042_CMD_WRITE_CTR)
+			k->ctr = value;
+		k->pending = 0;
+	}
+	pthread_mutex_unlock(&k->lock);
+}
