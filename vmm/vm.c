@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -222,6 +223,22 @@ static void vm_wait(struct vm *vm, int sfd)
 	}
 }
 
+/* Bytes of guest RAM resident in host memory (for --verbose and the bench). */
+static uint64_t vm_guest_resident(const struct vm *vm)
+{
+	size_t pages = vm->mem.size / 4096;
+	unsigned char *vec = malloc(pages);
+	uint64_t n = 0;
+
+	if (!vec)
+		return 0;
+	if (mincore(vm->mem.hva, vm->mem.size, vec) == 0)
+		for (size_t i = 0; i < pages; i++)
+			n += vec[i] & 1;
+	free(vec);
+	return n * 4096;
+}
+
 int vm_run(struct vm *vm, struct errbuf *why)
 {
 	sigset_t sigs;
@@ -253,6 +270,8 @@ int vm_run(struct vm *vm, struct errbuf *why)
 			       i, c->exits, c->io, c->mmio, c->msr_read, c->msr_write, c->intr, c->other,
 			       c->run_ns / 1000);
 		}
+	if (vm->cfg.verbose)
+		vm_log(vm, "guest memory resident: %" PRIu64 " KiB", vm_guest_resident(vm) >> 10);
 	pthread_mutex_lock(&vm->stop_lock);
 	snprintf(why->msg, sizeof(why->msg), "%s", vm->stop_why);
 	rc = vm->stop_status;

@@ -6,7 +6,9 @@
 # there, and runs COMMAND (busybox sh) in /work, a copy of the repo's build/
 # and tests/ trees. Prints what COMMAND prints and exits with its status.
 # Usage: tests/testhost/run.sh 'COMMAND'   (env: BUILD, TESTHOST_TIMEOUT,
-# TESTHOST_MEM, TESTHOST_CPUS). docs/testing.md explains why this exists.
+# TESTHOST_MEM, TESTHOST_CPUS, TESTHOST_EXTRA: host files to copy in at the
+# same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries).
+# docs/testing.md explains why this exists.
 set -euo pipefail
 
 cmd=${1:?usage: tests/testhost/run.sh COMMAND}
@@ -42,7 +44,11 @@ for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arc
 done
 (cd "$root" && tar cf - --exclude="${build#"$root"/}/testhost" --exclude='*.o' --exclude='*.d' --exclude='*.a' \
 	"${build#"$root"/}" tests bench scripts) | tar xf - -C "$r/work"
-find "$r/work" -type f -perm -u+x | while read -r f; do
+for f in ${TESTHOST_EXTRA:-}; do
+	mkdir -p "$r$(dirname "$f")"
+	cp -a "$f" "$r$f"
+done
+find "$r/work" ${TESTHOST_EXTRA:+$(for f in $TESTHOST_EXTRA; do echo "$r$f"; done)} -type f -perm -u+x | while read -r f; do
 	ldd "$f" 2>/dev/null | grep -o '/[^ ]*' || true
 done | sort -u | while read -r lib; do
 	[ -e "$lib" ] || continue
