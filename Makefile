@@ -31,6 +31,9 @@ $(DEPS_STAMP): scripts/deps.sh
 	$(Q)bash scripts/deps.sh build
 	$(Q)mkdir -p $(BUILD) && touch $@
 
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_NAMES := $(patsubst tests/unit/%.c,%,$(UNIT_SRCS))
+
 # ---------------------------------------------------------------- host code
 # $(1) = variant dir (build or build/asan), $(2) = extra flags
 define host_variant
@@ -52,15 +55,12 @@ $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.
 $(foreach c,$(COMPONENTS),
-$(1)/tests/test_$(c)%: $(1)/obj/tests/unit/test_$(c)%.o $(1)/lib$(c).a $(patsubst %,$(1)/lib%.a,$(DEPS_$(c)))
+$(patsubst %,$(1)/tests/%,$(filter test_$(c) test_$(c)_%,$(UNIT_NAMES))): $(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/lib$(c).a $(patsubst %,$(1)/lib%.a,$(DEPS_$(c)))
 	$$(Q)mkdir -p $$(dir $$@)
 	$$(Q)echo "  LD      $$@"
 	$$(Q)$$(CC) $(2) -o $$@ $$< -L$(1) -l$(c) $(patsubst %,-l%,$(DEPS_$(c))) $$(CRITERION_LIBS) $$(LDLIBS)
 )
 endef
-
-UNIT_SRCS := $(wildcard tests/unit/test_*.c)
-UNIT_NAMES := $(patsubst tests/unit/%.c,%,$(UNIT_SRCS))
 
 $(eval $(call host_variant,$(BUILD),))
 $(eval $(call host_variant,$(BUILD)/asan,$(SAN_FLAGS)))
@@ -70,6 +70,25 @@ asan: $(BUILD)/asan/perfvisor $(patsubst %,$(BUILD)/asan/tests/%,$(UNIT_NAMES))
 
 # ---------------------------------------------------------------- guests
 -include guest-images/guests.mk
+
+# ---------------------------------------------------------------- bench
+# `make bench` helpers (bench/run.sh uses them): the stopwatch and the
+# minimal guest, as a perfvisor ELF and as a QEMU microvm -bios image.
+BENCH_OUT := $(BUILD)/bench
+BENCH_BINS := $(BENCH_OUT)/spawn $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minbios.bin
+$(BENCH_OUT)/spawn: bench/spawn.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
+$(BENCH_OUT)/min64.elf: bench/min64.S bench/minguest.h
+	$(Q)mkdir -p $(dir $@) && echo "  AS      $@"
+	$(Q)$(CC) -I. -c $< -o $(BENCH_OUT)/min64.o
+	$(Q)ld -static -nostdlib --build-id=none -z max-page-size=4096 -z noseparate-code -Ttext=0x100000 -o $@ $(BENCH_OUT)/min64.o
+$(BENCH_OUT)/minbios.bin: bench/minbios.S bench/minguest.h
+	$(Q)mkdir -p $(dir $@) && echo "  AS      $@"
+	$(Q)$(CC) -m32 -I. -c $< -o $(BENCH_OUT)/minbios.o
+	$(Q)ld -m elf_i386 -nostdlib --build-id=none -e 0 -Ttext=0 -o $(BENCH_OUT)/minbios.elf $(BENCH_OUT)/minbios.o
+	$(Q)objcopy -O binary -j .text $(BENCH_OUT)/minbios.elf $@
+bench: $(BENCH_BINS)
 
 # ---------------------------------------------------------------- tests
 unit: host asan

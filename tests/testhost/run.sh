@@ -6,7 +6,8 @@
 # there, and runs COMMAND (busybox sh) in /work, a copy of the repo's build/
 # and tests/ trees. Prints what COMMAND prints and exits with its status.
 # Usage: tests/testhost/run.sh 'COMMAND'   (env: BUILD, TESTHOST_TIMEOUT,
-# TESTHOST_MEM, TESTHOST_CPUS, TESTHOST_EXTRA: host files to copy in at the
+# TESTHOST_MEM, TESTHOST_CPUS, TESTHOST_KEEP=1 keeps the work directory,
+# TESTHOST_DEBUG=' ' shows the kernel log, TESTHOST_EXTRA: host files to copy in at the
 # same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries).
 # docs/testing.md explains why this exists.
 set -euo pipefail
@@ -35,7 +36,7 @@ done
 # One directory per run, so concurrent runs do not disturb each other.
 mkdir -p "$build/testhost"
 work=$(mktemp -d "$build/testhost/run.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+[ -n "${TESTHOST_KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/root"/{bin,dev,proc,sys,tmp,mod,work}
 r="$work/root"
 cp /bin/busybox "$r/bin/busybox"
@@ -77,19 +78,54 @@ chmod +x "$r/init"
 (cd "$r" && find . | cpio -o -H newc --quiet) | gzip -1 > "$work/initramfs.gz"
 
 log="$work/console.log"
+boot_s=${TESTHOST_BOOT_TIMEOUT:-180}
+# microvm has no HPET or PM timer, and a loaded TCG often fails the PIT
+# calibration of the TSC; the kernel then stalls. Hand it the host's TSC
+# rate (TCG's TSC runs at the host's) and a preset delay loop instead.
+tsc_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
+timing="no_timer_check lpj=4000000 tsc=reliable${tsc_khz:+ tsc_early_khz=$tsc_khz}"
+
+# One boot of the test VM; its console streams to stdout. Returns 99 if the
+# VM printed nothing within boot_s seconds (a stuck early boot under a
+# loaded TCG has been seen once), so the caller can retry.
+boot_once() {
+	: >"$log"
+	timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
+		-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-2}" -m "${TESTHOST_MEM:-2048}" \
+		-M microvm -no-reboot -display none -monitor none -serial stdio \
+		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-append "console=ttyS0 ${TESTHOST_DEBUG:-quiet loglevel=3} panic=-1 $timing" </dev/null >"$log" 2>&1 &
+	local qpid=$!
+	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e 'reboot: Power down' &
+	local tpid=$! i
+	for ((i = 0; i < boot_s; i++)); do
+		grep -q -a '^testhost: ' "$log" && break
+		kill -0 $qpid 2>/dev/null || break
+		sleep 1
+	done
+	if ! grep -q -a '^testhost: ' "$log"; then
+		kill $qpid 2>/dev/null
+		wait $qpid $tpid 2>/dev/null
+		return 99
+	fi
+	wait $qpid
+	local rc=$?
+	wait $tpid 2>/dev/null
+	return $rc
+}
+
 set +e
-timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
-	-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-2}" -m "${TESTHOST_MEM:-2048}" \
-	-M microvm -no-reboot -display none -monitor none -serial stdio \
-	-kernel "$kernel" -initrd "$work/initramfs.gz" \
-	-append "console=ttyS0 quiet loglevel=3 panic=-1" </dev/null | tee "$log" |
-	grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e 'reboot: Power down'
-qrc=${PIPESTATUS[0]}
+for attempt in 1 2; do
+	boot_once
+	qrc=$?
+	[ $qrc -eq 99 ] || break
+	echo "testhost: the test VM did not boot within ${boot_s}s (attempt $attempt)" >&2
+done
 set -e
 status=$(grep -a -o '@@TESTHOST_EXIT=[0-9]*' "$log" | tail -n 1 | cut -d= -f2)
 if [ -z "$status" ]; then
 	tail -n 20 "$log" >&2
-	echo "testhost: the test VM ended without a status (qemu exit $qrc${qrc:+; 124 = timeout after ${timeout_s}s})" >&2
+	echo "testhost: the test VM ended without a status (qemu exit $qrc; 124 = timeout after ${timeout_s}s)" >&2
 	exit 1
 fi
 exit "$status"

@@ -1,0 +1,150 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Integration tests: boot every test guest on a real KVM and check the exit
+# status and what the guest and perfvisor print. POSIX sh (runs under
+# busybox in the test host). Each perfvisor run is bounded by `timeout`, so
+# a hung guest fails its test instead of hanging CI.
+# Usage: tests/integration/tests.sh [BUILD_DIR]   (run from the repo root)
+
+B=${1:-build}
+G=$B/guests
+PV=$B/perfvisor
+ASAN=$B/asan/perfvisor
+T=$(mktemp -d /tmp/pvtest.XXXXXX)
+pass=0
+fail=0
+failed=""
+
+# run NAME BOUND_S PERFVISOR ARGS... -> $st, $T/NAME.out, $T/NAME.err
+run() {
+	name=$1; bound=$2; bin=$3; shift 3
+	cur=$name; ok=1
+	ASAN_OPTIONS=detect_leaks=1 timeout -s KILL "$bound" "$bin" "$@" >"$T/$name.out" 2>"$T/$name.err" </dev/null
+	st=$?
+}
+bad() { ok=0; echo "  $cur: $*"; }
+expect_status() { [ "$st" -eq "$1" ] || bad "exit status $st, expected $1"; }
+expect_out() { grep -q -- "$1" "$T/$cur.out" || bad "stdout lacks '$1'"; }
+expect_err() { grep -q -- "$1" "$T/$cur.err" || bad "stderr lacks '$1'"; }
+expect_no_out() { ! grep -q -- "$1" "$T/$cur.out" || bad "stdout has '$1'"; }
+expect_clean() {
+	# ASan/UBSan/LSan reports and guest test failures are failures.
+	! grep -q -e 'AddressSanitizer' -e 'LeakSanitizer' -e 'runtime error:' "$T/$cur.err" ||
+		bad "sanitizer report"
+	expect_no_out '^FAIL'
+}
+done_test() {
+	if [ "$ok" -eq 1 ]; then
+		pass=$((pass + 1)); echo "PASS $cur"
+	else
+		fail=$((fail + 1)); failed="$failed $cur"; echo "FAIL $cur (status $st)"
+		sed 's/^/    out| /' "$T/$cur.out" | tail -n 15
+		sed 's/^/    err| /' "$T/$cur.err" | tail -n 15
+	fi
+}
+
+# ---- guests: functional ------------------------------------------------
+run hello 120 "$PV" run --kernel "$G/hello.elf" --cpus 1 --memory 64M --cmdline "answer=42 mode=test" --timeout 100
+expect_status 0; expect_out 'Hello from perfvisor guest'; expect_out 'answer=42 mode=test'; expect_out '^SUMMARY:'; expect_clean
+done_test
+
+for n in 1 2 8; do
+	run smp-$n 240 "$PV" run --kernel "$G/smp.elf" --cpus $n --memory 64M --timeout 200
+	expect_status 0; expect_out "smp: $n CPUs online"; expect_out '^SUMMARY:'; expect_clean
+	done_test
+done
+
+run exceptions 120 "$PV" run --kernel "$G/exceptions.elf" --cpus 1 --timeout 100
+expect_status 0; expect_out '^PASS'; expect_out '^SUMMARY:'; expect_clean
+[ "$(grep -c '^PASS' "$T/exceptions.out")" -ge 7 ] || bad "fewer than 7 PASS lines"
+done_test
+
+run ring3-compute 180 "$PV" run --kernel "$G/ring3-compute.elf" --timeout 150
+expect_status 0; expect_out 'cycles'; expect_out '^SUMMARY:'; expect_clean
+done_test
+
+run demo 240 "$PV" run --kernel "$G/demo.elf" --cpus 2 --timeout 200
+expect_status 0; expect_clean
+[ "$(grep -c -i 'cpu' "$T/demo.out")" -ge 2 ] || bad "no per-CPU table"
+done_test
+
+# ---- guest verdicts and stop paths --------------------------------------
+run debugexit 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=debugexit code=5" --timeout 50
+expect_status 11; done_test
+run done-status 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=done status=7" --timeout 50
+expect_status 7; done_test
+run i8042-reset 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=reset" --timeout 50
+expect_status 0; expect_err 'reset'; done_test
+run assert 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=assert" --timeout 50
+expect_status 3; expect_err 'guest assertion failed'; expect_err '1 == 2'; done_test
+run triplefault 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=triplefault" --timeout 50
+expect_status 123; expect_err 'triple fault'; done_test
+run timeout-hlt 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 2 --timeout 3
+expect_status 124; expect_err 'timeout'; done_test
+run timeout-spin 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=spin" --cpus 2 --timeout 3
+expect_status 124; expect_err 'timeout'; done_test
+run aps-never-started 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=noap" --cpus 8 --timeout 50
+expect_status 0; done_test
+run badports 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=badports" --timeout 50
+expect_status 0; expect_err 'unhandled I/O port'; expect_err 'unhandled MMIO'; expect_clean; done_test
+run baducall 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=baducall" --timeout 50
+expect_status 0; expect_err 'testdev:'; expect_clean; done_test
+
+cur=sigterm; ok=1
+timeout -s KILL 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 4 >"$T/sigterm.out" 2>"$T/sigterm.err" </dev/null &
+pid=$!
+sleep 3; kill -TERM $pid; wait $pid; st=$?
+expect_status 143; expect_err 'signal'; done_test
+
+# ---- console ----------------------------------------------------------------
+run console-file 120 "$PV" run --kernel "$G/hello.elf" --console "$T/console.txt" --timeout 100
+expect_status 0; expect_no_out 'Hello from perfvisor guest'
+grep -q 'Hello from perfvisor guest' "$T/console.txt" || bad "console file lacks the greeting"
+done_test
+run console-none 120 "$PV" run --kernel "$G/hello.elf" --console none --timeout 100
+expect_status 0; expect_no_out 'Hello'; done_test
+
+# ---- bad input: one clear line, non-zero status, no crash -------------------
+run cli-unknown 10 "$PV" run --kernel "$G/hello.elf" --frobnicate
+expect_status 2; expect_err "unknown option '--frobnicate'"; done_test
+run cli-no-kernel 10 "$PV" run --cpus 2
+expect_status 2; expect_err '--kernel FILE is required'; done_test
+run cli-cpus0 10 "$PV" run --kernel "$G/hello.elf" --cpus 0
+expect_status 2; expect_err '--cpus must be a number from 1 to 64'; done_test
+run cli-cpus-many 10 "$PV" run --kernel "$G/hello.elf" --cpus 65
+expect_status 2; expect_err '--cpus must be a number from 1 to 64'; done_test
+run cli-mem-small 10 "$PV" run --kernel "$G/hello.elf" --memory 1M
+expect_status 2; expect_err 'below the minimum'; done_test
+run cli-mem-bad 10 "$PV" run --kernel "$G/hello.elf" --memory lots
+expect_status 2; expect_err "is not a size"; done_test
+run cli-command 10 "$PV" frobnicate
+expect_status 2; expect_err "unknown command 'frobnicate'"; done_test
+run help 10 "$PV" run --help
+expect_status 0; expect_out 'Usage: perfvisor run'; done_test
+run kernel-missing 10 "$PV" run --kernel "$T/nonexistent.elf"
+expect_status 125; expect_err 'cannot open kernel'; done_test
+run kernel-not-elf 10 "$PV" run --kernel tests/integration/tests.sh
+expect_status 125; expect_err 'not an ELF file'; done_test
+dd if=/dev/zero of="$T/big.elf" bs=1M count=5 2>/dev/null
+run kernel-too-big 30 "$PV" run --kernel "$T/big.elf" --memory 4M
+expect_status 125; expect_err 'larger than guest memory'; done_test
+
+# ---- the same paths under ASan + UBSan (leaks included) ----------------------
+if [ -x "$ASAN" ]; then
+	run asan-hello 240 "$ASAN" run --kernel "$G/hello.elf" --timeout 200
+	expect_status 0; expect_out 'Hello from perfvisor guest'; expect_clean; done_test
+	run asan-smp8 300 "$ASAN" run --kernel "$G/smp.elf" --cpus 8 --timeout 250
+	expect_status 0; expect_out 'smp: 8 CPUs online'; expect_clean; done_test
+	run asan-triplefault 120 "$ASAN" run --kernel "$G/behave.elf" --cmdline "mode=triplefault" --timeout 100
+	expect_status 123; expect_clean; done_test
+	run asan-timeout 120 "$ASAN" run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 4 --timeout 3
+	expect_status 124; expect_clean; done_test
+	run asan-badinput 60 "$ASAN" run --kernel tests/integration/tests.sh
+	expect_status 125; expect_clean; done_test
+else
+	echo "SKIP asan-*: $ASAN not built"
+fi
+
+rm -rf "$T"
+echo "integration: $pass passed, $fail failed"
+[ "$fail" -eq 0 ] || { echo "failed:$failed"; exit 1; }
