@@ -128,6 +128,10 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 			fputs(cli_run_usage, help_out);
 			return 1;
 		}
+		/* A short option inside "-xy" has not advanced optind: name it by optopt. */
+		if (opt == '?' && optopt > 0 && optopt < OPT_KERNEL)
+			return errbuf_set(err, -EINVAL, "unknown option '-%c' (see perfvisor run --help)",
+					  optopt);
 		if (opt == '?')
 			return errbuf_set(err, -EINVAL, "unknown option '%s' (see perfvisor run --help)",
 					  argv[optind - 1]);

@@ -73,7 +73,7 @@ int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t r
 		    struct loader_info *info, struct errbuf *err)
 {
 	const Elf64_Ehdr *eh = image;
-	const Elf64_Phdr *ph;
+	Elf64_Phdr ph[LOADER_MAX_PHNUM];
 	bool entry_ok = false;
 	int rc;
 
@@ -84,7 +84,8 @@ int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t r
 	rc = check_ehdr(eh, size, err);
 	if (rc)
 		return rc;
-	ph = (const Elf64_Phdr *)((const uint8_t *)image + eh->e_phoff);
+	/* Copied out: e_phoff comes from the file and need not be aligned. */
+	memcpy(ph, (const uint8_t *)image + eh->e_phoff, eh->e_phnum * sizeof(Elf64_Phdr));
 
 	/* Validate everything before touching guest memory. */
 	for (unsigned i = 0; i < eh->e_phnum; i++) {

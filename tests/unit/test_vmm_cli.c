@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for `perfvisor run` argument parsing: defaults, every option,
+ * --help, and each bad input with the one line the user gets for it.
+ */
+#include "vmm/vmm.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfvisor/bootinfo.h"
+
+static struct vm_config cfg;
+static struct errbuf err;
+static char *help_buf;
+static size_t help_len;
+static FILE *help_out;
+
+static void setup(void)
+{
+	memset(&err, 0, sizeof(err));
+	help_out = open_memstream(&help_buf, &help_len);
+	cr_assert_not_null(help_out);
+}
+
+static void teardown(void)
+{
+	if (help_out)
+		fclose(help_out);
+	free(help_buf);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown);
+
+/* Parse a NULL-terminated argv (argv[0] is "run"); the array is mutable, getopt permutes it. */
+static int parse_argv(char **argv)
+{
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	return cli_parse_run(argc, argv, &cfg, &err, help_out);
+}
+
+#define PARSE(...) parse_argv((char *[]){ "run", __VA_ARGS__, NULL })
+
+/* What was written to help_out so far. */
+static const char *help_text(void)
+{
+	cr_assert_eq(fflush(help_out), 0);
+	return help_buf ? help_buf : "";
+}
+
+#define assert_msg_has(s) cr_assert(strstr(err.msg, (s)), "message '%s' lacks '%s'", err.msg, (s))
+
+/* A bad command line: -EINVAL, a message containing `want`, no help text. */
+#define expect_bad(want, ...)                                                                    \
+	do {                                                                                     \
+		int rc_ = PARSE(__VA_ARGS__);                                                    \
+		cr_assert_eq(rc_, -EINVAL, "rc %d (%s)", rc_, err.msg);                          \
+		assert_msg_has(want);                                                            \
+		cr_assert_str_eq(help_text(), "", "no usage text on errors");                    \
+	} while (0)
+
+Test(cli, defaults)
+{
+	cr_assert_eq(PARSE("--kernel", "guest.elf"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel, "guest.elf");
+	cr_assert_eq(cfg.nr_cpus, VM_DEFAULT_CPUS);
+	cr_assert_eq(cfg.mem_size, VM_DEFAULT_MEM);
+	cr_assert_str_eq(cfg.cmdline, "");
+	cr_assert_eq(cfg.console, CONSOLE_STDIO);
+	cr_assert_null(cfg.console_path);
+	cr_assert_not(cfg.stdin_input);
+	cr_assert_eq(cfg.timeout_ms, 0);
+	cr_assert_not(cfg.verbose);
+	cr_assert_str_eq(help_text(), "");
+}
+
+Test(cli, every_option)
+{
+	int rc = PARSE("--kernel", "k.elf", "--cpus", "4", "--memory", "128M", "--cmdline", "a=1 b",
+		       "--console", "out.log", "--stdin", "--timeout", "30", "--verbose");
+
+	cr_assert_eq(rc, 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel, "k.elf");
+	cr_assert_eq(cfg.nr_cpus, 4);
+	cr_assert_eq(cfg.mem_size, 128ULL << 20);
+	cr_assert_str_eq(cfg.cmdline, "a=1 b");
+	cr_assert_eq(cfg.console, CONSOLE_FILE);
+	cr_assert_str_eq(cfg.console_path, "out.log");
+	cr_assert(cfg.stdin_input);
+	cr_assert_eq(cfg.timeout_ms, 30000);
+	cr_assert(cfg.verbose);
+}
+
+Test(cli, equals_form_and_any_order)
+{
+	int rc = PARSE("--cpus=64", "--memory=3G", "--kernel=g", "--timeout=604800");
+
+	cr_assert_eq(rc, 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel, "g");
+	cr_assert_eq(cfg.nr_cpus, PV_MAX_CPUS);
+	cr_assert_eq(cfg.mem_size, GMEM_MAX_SIZE);
+	cr_assert_eq(cfg.timeout_ms, 604800000ULL);
+}
+
+Test(cli, limits_accepted)
+{
+	cr_assert_eq(PARSE("--kernel", "k", "--cpus", "1", "--memory", "4M", "--timeout", "1"), 0,
+		     "%s", err.msg);
+	cr_assert_eq(cfg.nr_cpus, 1);
+	cr_assert_eq(cfg.mem_size, GMEM_MIN_SIZE);
+	cr_assert_eq(cfg.timeout_ms, 1000);
+	cr_assert_eq(PARSE("--kernel", "k", "--memory", "65540K"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.mem_size, 65540ULL << 10);
+}
+
+Test(cli, later_option_wins)
+{
+	cr_assert_eq(PARSE("--kernel", "a", "--kernel", "b", "--cpus", "2", "--cpus", "3"), 0);
+	cr_assert_str_eq(cfg.kernel, "b");
+	cr_assert_eq(cfg.nr_cpus, 3);
+}
+
+Test(cli, console_kinds)
+{
+	cr_assert_eq(PARSE("--kernel", "k", "--console", "none"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.console, CONSOLE_NONE);
+	cr_assert_eq(PARSE("--kernel", "k", "--console", "stdio"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.console, CONSOLE_STDIO);
+	cr_assert_null(cfg.console_path);
+	cr_assert_eq(PARSE("--kernel", "k", "--console", "/tmp/serial.txt"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.console, CONSOLE_FILE);
+	cr_assert_str_eq(cfg.console_path, "/tmp/serial.txt");
+}
+
+Test(cli, console_empty)
+{
+	expect_bad("--console needs stdio, none or a file path", "--kernel", "k", "--console", "");
+}
+
+Test(cli, cmdline_at_the_limit)
+{
+	static char line[PV_CMDLINE_MAX];
+
+	memset(line, 'x', PV_CMDLINE_MAX - 1);
+	line[PV_CMDLINE_MAX - 1] = '\0';
+	cr_assert_eq(PARSE("--kernel", "k", "--cmdline", line), 0, "%s", err.msg);
+	cr_assert_eq(strlen(cfg.cmdline), 4095);
+}
+
+Test(cli, cmdline_too_long)
+{
+	static char line[PV_CMDLINE_MAX + 1];
+
+	memset(line, 'x', PV_CMDLINE_MAX);
+	line[PV_CMDLINE_MAX] = '\0';
+	expect_bad("--cmdline is 4096 bytes; at most 4095 fit", "--kernel", "k", "--cmdline", line);
+}
+
+Test(cli, help)
+{
+	cr_assert_eq(PARSE("--help"), 1);
+	cr_assert_str_eq(help_text(), cli_run_usage);
+	cr_assert(strstr(cli_run_usage, "Usage: perfvisor run --kernel FILE"));
+}
+
+Test(cli, help_wins_over_missing_kernel_and_later_errors)
+{
+	cr_assert_eq(PARSE("--cpus", "2", "--help", "--cpus", "0"), 1);
+	cr_assert_str_eq(help_text(), cli_run_usage);
+}
+
+Test(cli, unknown_option)
+{
+	expect_bad("unknown option '--bogus' (see perfvisor run --help)", "--kernel", "k", "--bogus");
+}
+
+Test(cli, unknown_short_option)
+{
+	expect_bad("unknown option '-x'", "--kernel", "k", "-x");
+}
+
+Test(cli, unknown_short_option_cluster)
+{
+	/* getopt has not advanced optind yet: the message must not name argv[0]. */
+	expect_bad("unknown option '-z'", "-zq", "--kernel", "k");
+}
+
+Test(cli, ambiguous_abbreviation)
+{
+	/* --c could be --cpus, --cmdline or --console. */
+	expect_bad("unknown option '--c'", "--kernel", "k", "--c", "1");
+}
+
+Test(cli, flag_given_a_value)
+{
+	expect_bad("'--stdin=yes'", "--kernel", "k", "--stdin=yes");
+}
+
+Test(cli, missing_value)
+{
+	expect_bad("option '--cpus' needs a value", "--kernel", "k", "--cpus");
+}
+
+Test(cli, missing_kernel)
+{
+	expect_bad("--kernel FILE is required", "--cpus", "2");
+}
+
+Test(cli, no_arguments)
+{
+	cr_assert_eq(parse_argv((char *[]){ "run", NULL }), -EINVAL);
+	assert_msg_has("--kernel FILE is required");
+}
+
+Test(cli, cpus_out_of_range)
+{
+	expect_bad("--cpus must be a number from 1 to 64 (got '0')", "--kernel", "k", "--cpus", "0");
+	expect_bad("--cpus must be a number from 1 to 64 (got '65')", "--kernel", "k", "--cpus", "65");
+}
+
+Test(cli, cpus_not_a_number)
+{
+	expect_bad("(got 'abc')", "--kernel", "k", "--cpus", "abc");
+	expect_bad("(got '-1')", "--kernel", "k", "--cpus", "-1");
+	expect_bad("(got '2x')", "--kernel", "k", "--cpus", "2x");
+}
+
+Test(cli, memory_too_small)
+{
+	expect_bad("--memory 1M: memory size 1048576 bytes is below the minimum of 4 MiB", "--kernel",
+		   "k", "--memory", "1M");
+}
+
+Test(cli, memory_too_big)
+{
+	expect_bad("--memory 4G: memory size 4096 MiB is above the maximum of 3072 MiB", "--kernel",
+		   "k", "--memory", "4G");
+}
+
+Test(cli, memory_not_page_multiple)
+{
+	expect_bad("--memory 65537K: memory size 67109888 is not a multiple of 4 KiB", "--kernel", "k",
+		   "--memory", "65537K");
+}
+
+Test(cli, memory_not_a_size)
+{
+	expect_bad("--memory 'lots' is not a size (examples: 64M, 512M, 1G)", "--kernel", "k",
+		   "--memory", "lots");
+	expect_bad("--memory '99999999999999999999' is not a size", "--kernel", "k", "--memory",
+		   "99999999999999999999");
+}
+
+Test(cli, timeout_bad)
+{
+	expect_bad("--timeout must be whole seconds from 1 to 604800 (got '0')", "--kernel", "k",
+		   "--timeout", "0");
+	expect_bad("(got 'x')", "--kernel", "k", "--timeout", "x");
+	expect_bad("(got '604801')", "--kernel", "k", "--timeout", "604801");
+	expect_bad("(got '1.5')", "--kernel", "k", "--timeout", "1.5");
+}
+
+Test(cli, unexpected_positional)
+{
+	expect_bad("unexpected argument 'extra' (see perfvisor run --help)", "--kernel", "k", "extra");
+	expect_bad("unexpected argument 'first'", "first", "--kernel", "k");
+}
+
+Test(cli, reparse_after_error_starts_fresh)
+{
+	cr_assert_eq(PARSE("--kernel", "a", "--cpus", "8", "--verbose", "--bogus"), -EINVAL);
+	cr_assert_eq(PARSE("--kernel", "b"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel, "b");
+	cr_assert_eq(cfg.nr_cpus, VM_DEFAULT_CPUS, "no state from the previous parse");
+	cr_assert_not(cfg.verbose);
+}
