@@ -73,7 +73,7 @@ run debugexit 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=debugexit co
 expect_status 11; done_test
 run done-status 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=done status=7" --timeout 50
 expect_status 7; done_test
-run i8042-reset 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=reset" --timeout 50
+run i8042-reset 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=reset" --timeout 50 --verbose
 expect_status 0; expect_err 'reset'; done_test
 run assert 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=assert" --timeout 50
 expect_status 3; expect_err 'guest assertion failed'; expect_err '1 == 2'; done_test
