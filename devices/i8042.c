@@ -27,8 +27,8 @@
 struct i8042 {
 	pthread_mutex_t lock;
 	struct dev_host host;
-	uint8_t ctr;      /* controller command byte */
-	uint8_t pending;  /* command waiting for its data byte on 0x60, or 0 */
+	uint8_t ctr;	 /* controller command byte */
+	uint8_t pending; /* command waiting for its data byte on 0x60, or 0 */
 	bool obf;
 	uint8_t out;
 };

@@ -75,7 +75,7 @@ struct serial {
 	uint8_t ier, lcr, mcr, fcr, scr, dll, dlm;
 	uint8_t lsr_errors; /* sticky LSR error bits, cleared by reading LSR */
 	uint8_t msr;
-	bool thri_pending;  /* THR empty interrupt pending (16550 semantics) */
+	bool thri_pending; /* THR empty interrupt pending (16550 semantics) */
 	int irq_level;
 	uint8_t rx[SERIAL_RX_SIZE];
 	unsigned rx_head, rx_count;

@@ -73,13 +73,13 @@ static uint64_t testdev_claim_suppressed(struct testdev_log *l)
 	do {
 		if (total <= prev)
 			return 0;
-	} while (!__atomic_compare_exchange_n(&l->reported, &prev, total, false,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	} while (!__atomic_compare_exchange_n(&l->reported, &prev, total, false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	return total - prev;
 }
 
-__attribute__((format(printf, 3, 4)))
-static void testdev_logf(struct testdev *t, struct testdev_log *l, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static void testdev_logf(struct testdev *t, struct testdev_log *l,
+							       const char *fmt, ...)
 {
 	char msg[640];
 	uint64_t dropped;
@@ -93,8 +93,8 @@ static void testdev_logf(struct testdev *t, struct testdev_log *l, const char *f
 	va_end(ap);
 	dropped = testdev_claim_suppressed(l);
 	if (dropped && n >= 0 && (size_t)n < sizeof(msg))
-		snprintf(msg + n, sizeof(msg) - (size_t)n,
-			 " (%" PRIu64 " similar lines suppressed)", dropped);
+		snprintf(msg + n, sizeof(msg) - (size_t)n, " (%" PRIu64 " similar lines suppressed)",
+			 dropped);
 	dev_log(&t->host, msg);
 }
 
@@ -119,8 +119,8 @@ static void testdev_sync(struct testdev *t, const struct pv_ucall *uc)
 {
 	testdev_count(&t->c.syncs);
 	testdev_logf(t, &t->sync_log,
-		     "guest sync: stage %" PRIu32 " values 0x%" PRIx64 " 0x%" PRIx64
-		     " 0x%" PRIx64 " 0x%" PRIx64,
+		     "guest sync: stage %" PRIu32 " values 0x%" PRIx64 " 0x%" PRIx64 " 0x%" PRIx64
+		     " 0x%" PRIx64,
 		     uc->line, uc->args[0], uc->args[1], uc->args[2], uc->args[3]);
 }
 
@@ -130,10 +130,9 @@ static void testdev_assert(struct testdev *t, struct pv_ucall *uc)
 	testdev_sanitize(uc->text);
 	testdev_sanitize(uc->file);
 	testdev_logf(t, &t->assert_log,
-		     "guest assertion failed: %s at %s:%" PRIu32 " (values 0x%" PRIx64
-		     ", 0x%" PRIx64 ", 0x%" PRIx64 ", 0x%" PRIx64 ")",
-		     uc->text, uc->file, uc->line, uc->args[0], uc->args[1], uc->args[2],
-		     uc->args[3]);
+		     "guest assertion failed: %s at %s:%" PRIu32 " (values 0x%" PRIx64 ", 0x%" PRIx64
+		     ", 0x%" PRIx64 ", 0x%" PRIx64 ")",
+		     uc->text, uc->file, uc->line, uc->args[0], uc->args[1], uc->args[2], uc->args[3]);
 	dev_stop(&t->host, PV_STATUS_ASSERT, "guest assertion failed");
 }
 
@@ -157,8 +156,8 @@ void testdev_write(struct testdev *t, uint32_t value, unsigned len)
 	hva = dev_gpa_to_hva(&t->host, value, sizeof(uc));
 	if (!hva) {
 		testdev_count(&t->c.bad_requests);
-		testdev_logf(t, &t->bad_log, "testdev: request at gpa 0x%" PRIx32
-			     " outside guest memory", value);
+		testdev_logf(t, &t->bad_log, "testdev: request at gpa 0x%" PRIx32 " outside guest memory",
+			     value);
 		return;
 	}
 	/* Exactly one read of guest memory: the guest may change it meanwhile. */
@@ -167,8 +166,9 @@ void testdev_write(struct testdev *t, uint32_t value, unsigned len)
 	uc.text[sizeof(uc.text) - 1] = '\0';
 	if (uc.magic != PV_UCALL_MAGIC) {
 		testdev_count(&t->c.bad_requests);
-		testdev_logf(t, &t->bad_log, "testdev: bad magic 0x%08" PRIx32
-			     " in request at gpa 0x%" PRIx32, uc.magic, value);
+		testdev_logf(t, &t->bad_log,
+			     "testdev: bad magic 0x%08" PRIx32 " in request at gpa 0x%" PRIx32, uc.magic,
+			     value);
 		return;
 	}
 	switch (uc.cmd) {
@@ -186,8 +186,9 @@ void testdev_write(struct testdev *t, uint32_t value, unsigned len)
 		break;
 	default:
 		testdev_count(&t->c.bad_requests);
-		testdev_logf(t, &t->bad_log, "testdev: unknown command %" PRIu32
-			     " in request at gpa 0x%" PRIx32, uc.cmd, value);
+		testdev_logf(t, &t->bad_log,
+			     "testdev: unknown command %" PRIu32 " in request at gpa 0x%" PRIx32, uc.cmd,
+			     value);
 		break;
 	}
 }

@@ -25,14 +25,13 @@ bool ratelimit_allow(struct ratelimit *rl)
 
 	/* Refill the whole bucket once an interval has passed since the last refill. */
 	if (now - last >= rl->interval_ns &&
-	    __atomic_compare_exchange_n(&rl->last_ns, &last, now, false,
-					__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+	    __atomic_compare_exchange_n(&rl->last_ns, &last, now, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		__atomic_store_n(&rl->tokens, rl->burst, __ATOMIC_RELAXED);
 
 	uint32_t t = __atomic_load_n(&rl->tokens, __ATOMIC_RELAXED);
 	while (t > 0) {
-		if (__atomic_compare_exchange_n(&rl->tokens, &t, t - 1, false,
-						__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		if (__atomic_compare_exchange_n(&rl->tokens, &t, t - 1, false, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
 			return true;
 	}
 	__atomic_add_fetch(&rl->suppressed, 1, __ATOMIC_RELAXED);

@@ -17,13 +17,15 @@
 struct ratelimit {
 	uint64_t interval_ns;
 	uint32_t burst;
-	uint32_t tokens;      /* accessed atomically */
-	uint64_t last_ns;     /* accessed atomically */
-	uint64_t suppressed;  /* accessed atomically */
+	uint32_t tokens;     /* accessed atomically */
+	uint64_t last_ns;    /* accessed atomically */
+	uint64_t suppressed; /* accessed atomically */
 };
 
-#define RATELIMIT_INIT(interval_ns_, burst_)                                   \
-	{ .interval_ns = (interval_ns_), .burst = (burst_), .tokens = (burst_) }
+#define RATELIMIT_INIT(interval_ns_, burst_)                                         \
+	{                                                                            \
+		.interval_ns = (interval_ns_), .burst = (burst_), .tokens = (burst_) \
+	}
 
 /* Returns true if the caller may log now. Any thread. */
 bool ratelimit_allow(struct ratelimit *rl);
@@ -54,7 +56,6 @@ struct errbuf {
 };
 
 /* Format the message into e (if non-NULL) and return err, for `return errbuf_set(...)`. */
-int errbuf_set(struct errbuf *e, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int errbuf_set(struct errbuf *e, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -43,8 +43,8 @@ static bool ranges_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 	return a < b + blen && b < a + alen;
 }
 
-int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t len,
-		 bus_fn fn, void *opaque, const char *name, struct errbuf *err)
+int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t len, bus_fn fn, void *opaque,
+		 const char *name, struct errbuf *err)
 {
 	if ((unsigned)space >= BUS_NR_SPACES || !fn)
 		return errbuf_set(err, -EINVAL, "bus: bad registration of %s", name);
@@ -58,7 +58,8 @@ int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t le
 
 		if (ranges_overlap(base, len, r->base, r->len))
 			return errbuf_set(err, -EEXIST,
-					  "bus: %s %s range 0x%" PRIx64 "-0x%" PRIx64 " overlaps %s (0x%" PRIx64 "-0x%" PRIx64 ")",
+					  "bus: %s %s range 0x%" PRIx64 "-0x%" PRIx64
+					  " overlaps %s (0x%" PRIx64 "-0x%" PRIx64 ")",
 					  name, bus_space_name(space), base, base + len - 1, r->name, r->base,
 					  r->base + r->len - 1);
 	}

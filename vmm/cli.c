@@ -30,8 +30,17 @@ const char cli_run_usage[] =
 	"to the debug-exit port 0xf4; 0 for an i8042 reset), 2 bad usage, 123 guest crash\n"
 	"(triple fault, KVM error), 124 timeout, 125 perfvisor/KVM error, 128+N signal N.\n";
 
-enum { OPT_KERNEL = 256, OPT_CPUS, OPT_MEMORY, OPT_CMDLINE, OPT_CONSOLE, OPT_STDIN, OPT_TIMEOUT,
-       OPT_VERBOSE, OPT_HELP };
+enum {
+	OPT_KERNEL = 256,
+	OPT_CPUS,
+	OPT_MEMORY,
+	OPT_CMDLINE,
+	OPT_CONSOLE,
+	OPT_STDIN,
+	OPT_TIMEOUT,
+	OPT_VERBOSE,
+	OPT_HELP
+};
 
 static const struct option run_options[] = {
 	{ "kernel", required_argument, NULL, OPT_KERNEL },
@@ -65,7 +74,8 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 	case OPT_MEMORY:
 		rc = util_parse_size(arg, &v);
 		if (rc)
-			return errbuf_set(err, -EINVAL, "--memory '%s' is not a size (examples: 64M, 512M, 1G)", arg);
+			return errbuf_set(err, -EINVAL,
+					  "--memory '%s' is not a size (examples: 64M, 512M, 1G)", arg);
 		rc = gmem_check_size(v, err);
 		if (rc) {
 			struct errbuf e2;
@@ -100,7 +110,8 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 	case OPT_TIMEOUT:
 		rc = util_parse_u64(arg, 1, 7 * 24 * 3600, &v);
 		if (rc)
-			return errbuf_set(err, -EINVAL, "--timeout must be whole seconds from 1 to 604800 (got '%s')", arg);
+			return errbuf_set(err, -EINVAL,
+					  "--timeout must be whole seconds from 1 to 604800 (got '%s')", arg);
 		cfg->timeout_ms = v * 1000;
 		return 0;
 	case OPT_VERBOSE:
@@ -136,14 +147,16 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 			return errbuf_set(err, -EINVAL, "unknown option '%s' (see perfvisor run --help)",
 					  argv[optind - 1]);
 		if (opt == ':')
-			return errbuf_set(err, -EINVAL, "option '%s' needs a value (see perfvisor run --help)",
+			return errbuf_set(err, -EINVAL,
+					  "option '%s' needs a value (see perfvisor run --help)",
 					  argv[optind - 1]);
 		rc = parse_one(opt, optarg, cfg, err);
 		if (rc)
 			return rc;
 	}
 	if (optind < argc)
-		return errbuf_set(err, -EINVAL, "unexpected argument '%s' (see perfvisor run --help)", argv[optind]);
+		return errbuf_set(err, -EINVAL, "unexpected argument '%s' (see perfvisor run --help)",
+				  argv[optind]);
 	if (!cfg->kernel)
 		return errbuf_set(err, -EINVAL, "--kernel FILE is required (see perfvisor run --help)");
 	return 0;

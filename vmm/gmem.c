@@ -14,11 +14,13 @@
 int gmem_check_size(uint64_t size, struct errbuf *err)
 {
 	if (size < GMEM_MIN_SIZE)
-		return errbuf_set(err, -ERANGE, "memory size %" PRIu64 " bytes is below the minimum of %llu MiB",
-				  size, GMEM_MIN_SIZE >> 20);
+		return errbuf_set(err, -ERANGE,
+				  "memory size %" PRIu64 " bytes is below the minimum of %llu MiB", size,
+				  GMEM_MIN_SIZE >> 20);
 	if (size > GMEM_MAX_SIZE)
-		return errbuf_set(err, -ERANGE, "memory size %" PRIu64 " MiB is above the maximum of %llu MiB",
-				  size >> 20, GMEM_MAX_SIZE >> 20);
+		return errbuf_set(err, -ERANGE,
+				  "memory size %" PRIu64 " MiB is above the maximum of %llu MiB", size >> 20,
+				  GMEM_MAX_SIZE >> 20);
 	if (size % GMEM_ALIGN)
 		return errbuf_set(err, -EINVAL, "memory size %" PRIu64 " is not a multiple of 4 KiB", size);
 	return 0;

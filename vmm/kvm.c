@@ -34,9 +34,13 @@ int kvmsys_open(struct kvm_sys *k, struct errbuf *err)
 	k->fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
 	if (k->fd < 0) {
 		if (errno == ENOENT)
-			return errbuf_set(err, -ENOENT, "/dev/kvm does not exist: this machine offers no KVM (load kvm-intel/kvm-amd, or use a host with virtualization)");
+			return errbuf_set(
+				err, -ENOENT,
+				"/dev/kvm does not exist: this machine offers no KVM (load kvm-intel/kvm-amd, or use a host with virtualization)");
 		if (errno == EACCES || errno == EPERM)
-			return errbuf_set(err, -errno, "no permission to open /dev/kvm: add your user to the 'kvm' group or run as root");
+			return errbuf_set(
+				err, -errno,
+				"no permission to open /dev/kvm: add your user to the 'kvm' group or run as root");
 		return errbuf_set(err, -errno, "cannot open /dev/kvm: %s", strerror(errno));
 	}
 	rc = ioctl(k->fd, KVM_GET_API_VERSION, 0);

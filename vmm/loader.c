@@ -28,16 +28,19 @@ static int check_ehdr(const Elf64_Ehdr *eh, size_t size, struct errbuf *err)
 	if (size < EI_NIDENT || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0)
 		return errbuf_set(err, -ENOEXEC, "not an ELF file (bad magic)");
 	if (size < sizeof(*eh))
-		return errbuf_set(err, -ENOEXEC, "truncated ELF header (%zu of %zu bytes)", size, sizeof(*eh));
+		return errbuf_set(err, -ENOEXEC, "truncated ELF header (%zu of %zu bytes)", size,
+				  sizeof(*eh));
 	if (eh->e_ident[EI_CLASS] != ELFCLASS64)
-		return errbuf_set(err, -ENOEXEC, "not a 64-bit ELF (class %u); perfvisor boots ELF64 x86-64 guests",
+		return errbuf_set(err, -ENOEXEC,
+				  "not a 64-bit ELF (class %u); perfvisor boots ELF64 x86-64 guests",
 				  eh->e_ident[EI_CLASS]);
 	if (eh->e_ident[EI_DATA] != ELFDATA2LSB)
 		return errbuf_set(err, -ENOEXEC, "not a little-endian ELF");
 	if (eh->e_machine != EM_X86_64)
 		return errbuf_set(err, -ENOEXEC, "ELF machine %u is not x86-64", eh->e_machine);
 	if (eh->e_type != ET_EXEC)
-		return errbuf_set(err, -ENOEXEC, "ELF type %u is not a static executable (ET_EXEC)", eh->e_type);
+		return errbuf_set(err, -ENOEXEC, "ELF type %u is not a static executable (ET_EXEC)",
+				  eh->e_type);
 	if (eh->e_phnum == 0)
 		return errbuf_set(err, -ENOEXEC, "ELF has no program headers");
 	if (eh->e_phnum > LOADER_MAX_PHNUM)
@@ -47,7 +50,9 @@ static int check_ehdr(const Elf64_Ehdr *eh, size_t size, struct errbuf *err)
 		return errbuf_set(err, -ENOEXEC, "ELF program header size %u is not %zu", eh->e_phentsize,
 				  sizeof(Elf64_Phdr));
 	if (!in_bounds(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), size))
-		return errbuf_set(err, -ENOEXEC, "truncated ELF: program headers at 0x%" PRIx64 " run past the end of the file",
+		return errbuf_set(err, -ENOEXEC,
+				  "truncated ELF: program headers at 0x%" PRIx64
+				  " run past the end of the file",
 				  (uint64_t)eh->e_phoff);
 	return 0;
 }
@@ -58,13 +63,20 @@ static int check_phdr(const Elf64_Phdr *ph, unsigned i, size_t size, const struc
 	if (ph->p_filesz > ph->p_memsz)
 		return errbuf_set(err, -ENOEXEC, "ELF segment %u: file size exceeds memory size", i);
 	if (!in_bounds(ph->p_offset, ph->p_filesz, size))
-		return errbuf_set(err, -ENOEXEC, "truncated ELF: segment %u (0x%" PRIx64 " bytes at offset 0x%" PRIx64 ") runs past the end of the file",
+		return errbuf_set(err, -ENOEXEC,
+				  "truncated ELF: segment %u (0x%" PRIx64 " bytes at offset 0x%" PRIx64
+				  ") runs past the end of the file",
 				  i, (uint64_t)ph->p_filesz, (uint64_t)ph->p_offset);
 	if (!in_bounds(ph->p_paddr, ph->p_memsz, mem->size))
-		return errbuf_set(err, -E2BIG, "ELF segment %u at 0x%" PRIx64 "-0x%" PRIx64 " lies outside guest memory (%" PRIu64 " MiB); use a larger --memory",
-				  i, (uint64_t)ph->p_paddr, (uint64_t)(ph->p_paddr + ph->p_memsz), mem->size >> 20);
+		return errbuf_set(err, -E2BIG,
+				  "ELF segment %u at 0x%" PRIx64 "-0x%" PRIx64
+				  " lies outside guest memory (%" PRIu64 " MiB); use a larger --memory",
+				  i, (uint64_t)ph->p_paddr, (uint64_t)(ph->p_paddr + ph->p_memsz),
+				  mem->size >> 20);
 	if (ph->p_paddr < reserved_end)
-		return errbuf_set(err, -EINVAL, "ELF segment %u at 0x%" PRIx64 " overlaps the VMM boot area [0, 0x%" PRIx64 "); link the guest at or above 0x%" PRIx64,
+		return errbuf_set(err, -EINVAL,
+				  "ELF segment %u at 0x%" PRIx64 " overlaps the VMM boot area [0, 0x%" PRIx64
+				  "); link the guest at or above 0x%" PRIx64,
 				  i, (uint64_t)ph->p_paddr, reserved_end, reserved_end);
 	return 0;
 }
@@ -79,7 +91,8 @@ int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t r
 
 	memset(info, 0, sizeof(*info));
 	if (size > mem->size)
-		return errbuf_set(err, -E2BIG, "kernel file (%zu bytes) is larger than guest memory (%" PRIu64 " MiB)",
+		return errbuf_set(err, -E2BIG,
+				  "kernel file (%zu bytes) is larger than guest memory (%" PRIu64 " MiB)",
 				  size, mem->size >> 20);
 	rc = check_ehdr(eh, size, err);
 	if (rc)
@@ -90,7 +103,8 @@ int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t r
 	/* Validate everything before touching guest memory. */
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		if (ph[i].p_type == PT_INTERP)
-			return errbuf_set(err, -ENOEXEC, "ELF is dynamically linked (PT_INTERP); guests must be static");
+			return errbuf_set(err, -ENOEXEC,
+					  "ELF is dynamically linked (PT_INTERP); guests must be static");
 		if (ph[i].p_type != PT_LOAD || ph[i].p_memsz == 0)
 			continue;
 		rc = check_phdr(&ph[i], i, size, mem, reserved_end, err);
@@ -104,7 +118,8 @@ int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t r
 	if (info->nr_segments == 0)
 		return errbuf_set(err, -ENOEXEC, "ELF has no loadable segment");
 	if (!entry_ok)
-		return errbuf_set(err, -ENOEXEC, "ELF entry point 0x%" PRIx64 " is not inside a loaded executable segment",
+		return errbuf_set(err, -ENOEXEC,
+				  "ELF entry point 0x%" PRIx64 " is not inside a loaded executable segment",
 				  (uint64_t)eh->e_entry);
 
 	info->low = UINT64_MAX;
@@ -125,8 +140,8 @@ int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t r
 	return 0;
 }
 
-int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_end,
-			 struct loader_info *info, struct errbuf *err)
+int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_end, struct loader_info *info,
+			 struct errbuf *err)
 {
 	struct stat st;
 	uint8_t *buf = NULL;
@@ -145,7 +160,8 @@ int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_e
 		goto out;
 	}
 	if ((uint64_t)st.st_size > mem->size) {
-		rc = errbuf_set(err, -E2BIG, "kernel '%s' (%lld bytes) is larger than guest memory (%" PRIu64 " MiB)",
+		rc = errbuf_set(err, -E2BIG,
+				"kernel '%s' (%lld bytes) is larger than guest memory (%" PRIu64 " MiB)",
 				path, (long long)st.st_size, mem->size >> 20);
 		goto out;
 	}

@@ -147,28 +147,31 @@ static void report_stop_exit(struct vcpu *v)
 		rip = regs.rip;
 	switch (run->exit_reason) {
 	case KVM_EXIT_SHUTDOWN:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64,
-				v->index, rip);
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
+				"vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64, v->index, rip);
 		break;
 	case KVM_EXIT_HLT:
 		vm_request_stop(v->vm, 0, "vCPU %u: guest halted", v->index);
 		break;
 	case KVM_EXIT_SYSTEM_EVENT:
-		vm_request_stop(v->vm, 0,
-				"vCPU %u: guest system event %u (%s)", v->index, run->system_event.type,
+		vm_request_stop(v->vm, 0, "vCPU %u: guest system event %u (%s)", v->index,
+				run->system_event.type,
 				run->system_event.type == KVM_SYSTEM_EVENT_RESET ? "reset" : "shutdown");
 		break;
 	case KVM_EXIT_INTERNAL_ERROR:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: KVM internal error, suberror %u, at rip 0x%" PRIx64,
-				v->index, run->internal.suberror, rip);
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
+				"vCPU %u: KVM internal error, suberror %u, at rip 0x%" PRIx64, v->index,
+				run->internal.suberror, rip);
 		break;
 	case KVM_EXIT_FAIL_ENTRY:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: KVM entry failed, hardware reason 0x%llx",
-				v->index, (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
+				"vCPU %u: KVM entry failed, hardware reason 0x%llx", v->index,
+				(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 		break;
 	default:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH, "vCPU %u: unexpected KVM exit reason %u at rip 0x%" PRIx64,
-				v->index, run->exit_reason, rip);
+		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
+				"vCPU %u: unexpected KVM exit reason %u at rip 0x%" PRIx64, v->index,
+				run->exit_reason, rip);
 		break;
 	}
 }

@@ -59,8 +59,8 @@ static int vm_setup_kvm(struct vm *vm, struct errbuf *err)
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
 
 	if (vm->nr_vcpus > (unsigned)vm->kvm.max_vcpus)
-		return errbuf_set(err, -EINVAL, "--cpus %u exceeds this KVM's limit of %d vCPUs", vm->nr_vcpus,
-				  vm->kvm.max_vcpus);
+		return errbuf_set(err, -EINVAL, "--cpus %u exceeds this KVM's limit of %d vCPUs",
+				  vm->nr_vcpus, vm->kvm.max_vcpus);
 	vm->fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
 	if (vm->fd < 0)
 		return errbuf_set(err, -errno, "KVM_CREATE_VM: %s", strerror(errno));
@@ -154,8 +154,9 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	/* freeze the bus: from here on, dispatch is lock-free */
 	bus_freeze(&vm->bus);
 	if (cfg->verbose)
-		vm_log(vm, "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
-			   "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
+		vm_log(vm,
+		       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
+		       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
 		       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low, vm->kernel.high,
 		       vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
 	*out = vm;
@@ -203,7 +204,8 @@ static void vm_wait(struct vm *vm, int sfd)
 			uint64_t now = util_now_ns();
 
 			if (now >= deadline) {
-				vm_request_stop(vm, PV_EXIT_TIMEOUT, "timeout: the guest ran longer than %" PRIu64 " s",
+				vm_request_stop(vm, PV_EXIT_TIMEOUT,
+						"timeout: the guest ran longer than %" PRIu64 " s",
 						vm->cfg.timeout_ms / 1000);
 				break;
 			}
@@ -215,8 +217,8 @@ static void vm_wait(struct vm *vm, int sfd)
 			struct signalfd_siginfo si;
 
 			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				vm_request_stop(vm, PV_EXIT_SIGNAL_BASE + (int)si.ssi_signo, "stopped by signal %s",
-						strsignal((int)si.ssi_signo));
+				vm_request_stop(vm, PV_EXIT_SIGNAL_BASE + (int)si.ssi_signo,
+						"stopped by signal %s", strsignal((int)si.ssi_signo));
 		}
 		if (p[2].revents & (POLLIN | POLLHUP))
 			feed_stdin(vm, &p[2]);
@@ -265,8 +267,10 @@ int vm_run(struct vm *vm, struct errbuf *why)
 		for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 			const struct vcpu_counters *c = &vm->vcpus[i].cnt;
 
-			vm_log(vm, "vCPU %u: %" PRIu64 " exits (io %" PRIu64 ", mmio %" PRIu64 ", msr %" PRIu64
-				   "/%" PRIu64 ", intr %" PRIu64 ", other %" PRIu64 "), %" PRIu64 " us in KVM_RUN",
+			vm_log(vm,
+			       "vCPU %u: %" PRIu64 " exits (io %" PRIu64 ", mmio %" PRIu64 ", msr %" PRIu64
+			       "/%" PRIu64 ", intr %" PRIu64 ", other %" PRIu64 "), %" PRIu64
+			       " us in KVM_RUN",
 			       i, c->exits, c->io, c->mmio, c->msr_read, c->msr_write, c->intr, c->other,
 			       c->run_ns / 1000);
 		}

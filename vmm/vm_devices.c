@@ -123,9 +123,11 @@ int vm_devices_create(struct vm *vm, struct errbuf *err)
 
 	rc = bus_register(&vm->bus, BUS_PIO, SERIAL_BASE, 8, serial_io, vm->serial, "serial (COM1)", err);
 	if (!rc)
-		rc = bus_register(&vm->bus, BUS_PIO, PV_TESTDEV_PORT, 4, testdev_io, vm->testdev, "test device", err);
+		rc = bus_register(&vm->bus, BUS_PIO, PV_TESTDEV_PORT, 4, testdev_io, vm->testdev,
+				  "test device", err);
 	if (!rc)
-		rc = bus_register(&vm->bus, BUS_PIO, PV_DEBUG_EXIT_PORT, 4, debugexit_io, vm, "debug-exit", err);
+		rc = bus_register(&vm->bus, BUS_PIO, PV_DEBUG_EXIT_PORT, 4, debugexit_io, vm, "debug-exit",
+				  err);
 	if (!rc)
 		rc = bus_register(&vm->bus, BUS_PIO, I8042_DATA, 1, i8042_io, vm->i8042, "i8042 data", err);
 	if (!rc)

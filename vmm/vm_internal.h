@@ -32,7 +32,7 @@ struct vcpu {
 
 /* Where console bytes go; shared by the UART and the test device. */
 struct console {
-	int fd;     /* -1 = discard */
+	int fd;	    /* -1 = discard */
 	bool owned; /* close on fini */
 	pthread_mutex_t lock;
 };
@@ -98,8 +98,7 @@ void vcpu_join(struct vcpu *v);
 int vcpu_signal_setup(struct errbuf *err);
 
 /* vm.c: ask the VM to stop (first caller's status wins). Any thread. */
-void vm_request_stop(struct vm *vm, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+void vm_request_stop(struct vm *vm, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void vm_log(struct vm *vm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -15,11 +15,11 @@
 #include "util/util.h"
 
 /* ---- exit statuses of `perfvisor run` (docs/boot.md) ------------------- */
-#define PV_EXIT_USAGE 2          /* bad command line */
-#define PV_EXIT_GUEST_CRASH 123  /* triple fault, KVM internal error, unhandled exit */
-#define PV_EXIT_TIMEOUT 124      /* --timeout expired */
-#define PV_EXIT_VMM_ERROR 125    /* perfvisor or KVM failed (bad kernel file, no /dev/kvm, ...) */
-#define PV_EXIT_SIGNAL_BASE 128  /* + signal number for SIGINT/SIGTERM */
+#define PV_EXIT_USAGE 2		/* bad command line */
+#define PV_EXIT_GUEST_CRASH 123 /* triple fault, KVM internal error, unhandled exit */
+#define PV_EXIT_TIMEOUT 124	/* --timeout expired */
+#define PV_EXIT_VMM_ERROR 125	/* perfvisor or KVM failed (bad kernel file, no /dev/kvm, ...) */
+#define PV_EXIT_SIGNAL_BASE 128 /* + signal number for SIGINT/SIGTERM */
 
 /* ---- bus ---------------------------------------------------------------- */
 /*
@@ -28,15 +28,20 @@
  * overlap; bus_freeze() sorts them and forbids further registration, so
  * dispatch from many vCPU threads needs no lock.
  */
-enum bus_space { BUS_PIO, BUS_MMIO, BUS_MSR, BUS_NR_SPACES };
+enum bus_space {
+	BUS_PIO,
+	BUS_MMIO,
+	BUS_MSR,
+	BUS_NR_SPACES
+};
 
 struct bus_access {
-	uint64_t addr;   /* port, guest-physical address or MSR index */
+	uint64_t addr;	 /* port, guest-physical address or MSR index */
 	uint64_t offset; /* addr - range base */
-	uint32_t len;    /* bytes in data (1, 2, 4 or 8) */
+	uint32_t len;	 /* bytes in data (1, 2, 4 or 8) */
 	bool is_write;
-	uint8_t *data;   /* in for writes, out for reads */
-	unsigned vcpu;   /* index of the accessing vCPU */
+	uint8_t *data; /* in for writes, out for reads */
+	unsigned vcpu; /* index of the accessing vCPU */
 };
 
 /* Returns 0 if handled, -errno otherwise (for MSRs a negative return means #GP). */
@@ -62,8 +67,8 @@ void bus_fini(struct bus *b);
  * range wraps), -EEXIST (overlaps a registered range; err names both),
  * -EBUSY (bus frozen), -ENOMEM. Setup thread only.
  */
-int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t len,
-		 bus_fn fn, void *opaque, const char *name, struct errbuf *err);
+int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t len, bus_fn fn, void *opaque,
+		 const char *name, struct errbuf *err);
 /* Sort and freeze. Setup thread, before the first KVM_RUN. */
 void bus_freeze(struct bus *b);
 /* The range containing addr, or NULL. Any thread once frozen. */
@@ -74,8 +79,8 @@ int bus_dispatch(const struct bus *b, enum bus_space space, struct bus_access *a
 const char *bus_space_name(enum bus_space space);
 
 /* ---- guest memory ------------------------------------------------------- */
-#define GMEM_MIN_SIZE (4ULL << 20)   /* 4 MiB */
-#define GMEM_MAX_SIZE (3ULL << 30)   /* 3 GiB: RAM stays below the 32-bit MMIO hole */
+#define GMEM_MIN_SIZE (4ULL << 20) /* 4 MiB */
+#define GMEM_MAX_SIZE (3ULL << 30) /* 3 GiB: RAM stays below the 32-bit MMIO hole */
 #define GMEM_ALIGN 4096ULL
 
 /* Guest RAM at gpa 0, backed by a memfd (so snapshot and stats can share it). */
@@ -109,11 +114,15 @@ struct loader_info {
 int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t reserved_end,
 		    struct loader_info *info, struct errbuf *err);
 /* Read `path` and load it as above. -ENOENT/-EACCES/... with a message. */
-int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_end,
-			 struct loader_info *info, struct errbuf *err);
+int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_end, struct loader_info *info,
+			 struct errbuf *err);
 
 /* ---- configuration and command line ------------------------------------ */
-enum console_kind { CONSOLE_STDIO, CONSOLE_FILE, CONSOLE_NONE };
+enum console_kind {
+	CONSOLE_STDIO,
+	CONSOLE_FILE,
+	CONSOLE_NONE
+};
 
 struct vm_config {
 	const char *kernel;
@@ -122,8 +131,8 @@ struct vm_config {
 	const char *cmdline;
 	enum console_kind console;
 	const char *console_path; /* CONSOLE_FILE */
-	bool stdin_input;         /* feed stdin to the UART */
-	uint64_t timeout_ms;      /* 0 = none */
+	bool stdin_input;	  /* feed stdin to the UART */
+	uint64_t timeout_ms;	  /* 0 = none */
 	bool verbose;
 };
 
@@ -134,8 +143,7 @@ struct vm_config {
  * Parse `perfvisor run` arguments (argv[0] is "run"). Returns 0, 1 if help
  * was printed to `out`, or -EINVAL with one clear line in err.
  */
-int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err,
-		  FILE *help_out);
+int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out);
 /* Usage text of `perfvisor run`. */
 extern const char cli_run_usage[];
 

@@ -82,8 +82,8 @@ int x86_setup_boot_area(struct vm *vm, struct errbuf *err)
 	bi->cmdline_len = (uint32_t)cmdlen;
 	bi->nr_memmap = 2;
 	bi->memmap[0] = (struct pv_memmap_entry){ 0, PV_RESERVED_END, PV_MEM_RESERVED, 0 };
-	bi->memmap[1] = (struct pv_memmap_entry){ PV_RESERVED_END, vm->mem.size - PV_RESERVED_END,
-						  PV_MEM_RAM, 0 };
+	bi->memmap[1] =
+		(struct pv_memmap_entry){ PV_RESERVED_END, vm->mem.size - PV_RESERVED_END, PV_MEM_RAM, 0 };
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		bi->apic_ids[i] = i;
 	bi->tsc_khz = vm->tsc_khz;
@@ -187,9 +187,9 @@ static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n)
 		e->edx = index;
 		break;
 	case 0x8000001e:
-		e->eax = index;             /* extended APIC id */
-		e->ebx = index & 0xff;      /* core id, 1 thread per core */
-		e->ecx = 0;                 /* node 0, 1 node */
+		e->eax = index;	       /* extended APIC id */
+		e->ebx = index & 0xff; /* core id, 1 thread per core */
+		e->ecx = 0;	       /* node 0, 1 node */
 		break;
 	default:
 		break;

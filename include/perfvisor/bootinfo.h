@@ -10,13 +10,13 @@
 #include <stdint.h>
 
 /* Guest-physical layout of the VMM-reserved low area [0, PV_RESERVED_END). */
-#define PV_GDT_GPA 0x1000ULL        /* flat boot GDT (null, code64, data) */
-#define PV_PML4_GPA 0x2000ULL       /* identity-map page tables ... */
+#define PV_GDT_GPA 0x1000ULL  /* flat boot GDT (null, code64, data) */
+#define PV_PML4_GPA 0x2000ULL /* identity-map page tables ... */
 #define PV_PDPT_GPA 0x3000ULL
-#define PV_PD_GPA 0x4000ULL         /* 4 page directories: 0x4000-0x7fff */
+#define PV_PD_GPA 0x4000ULL	    /* 4 page directories: 0x4000-0x7fff */
 #define PV_BOOTINFO_GPA 0x8000ULL   /* struct pv_bootinfo */
 #define PV_CMDLINE_GPA 0x9000ULL    /* NUL-terminated command line */
-#define PV_CMDLINE_MAX 4096U        /* bytes, including the NUL */
+#define PV_CMDLINE_MAX 4096U	    /* bytes, including the NUL */
 #define PV_BOOT_STACK_TOP 0xf000ULL /* initial RSP of the boot vCPU */
 #define PV_RESERVED_END 0x10000ULL  /* guest segments must start at/above */
 
@@ -33,21 +33,21 @@
 #define PV_BOOTINFO_MAGIC 0x31544f4256524550ULL /* "PERVBOT1" little-endian */
 
 enum pv_memmap_type {
-	PV_MEM_RAM = 1,      /* usable by the guest */
+	PV_MEM_RAM = 1,	     /* usable by the guest */
 	PV_MEM_RESERVED = 2, /* VMM boot structures; guest may reuse after boot */
 };
 
 struct pv_memmap_entry {
 	uint64_t base;
 	uint64_t len;
-	uint32_t type; /* enum pv_memmap_type */
+	uint32_t type;	   /* enum pv_memmap_type */
 	uint32_t reserved; /* zero */
 };
 
 struct pv_bootinfo {
-	uint64_t magic;       /* PV_BOOTINFO_MAGIC */
+	uint64_t magic;	      /* PV_BOOTINFO_MAGIC */
 	uint32_t version;     /* 1 */
-	uint32_t size;        /* sizeof(struct pv_bootinfo) as written by the VMM */
+	uint32_t size;	      /* sizeof(struct pv_bootinfo) as written by the VMM */
 	uint32_t nr_cpus;     /* vCPUs; APIC id of CPU i is apic_ids[i] */
 	uint32_t bsp_apic_id; /* APIC id of the boot vCPU */
 	uint64_t mem_size;    /* bytes of guest RAM starting at gpa 0 */
@@ -56,9 +56,9 @@ struct pv_bootinfo {
 	uint32_t nr_memmap;   /* valid entries of memmap[] */
 	struct pv_memmap_entry memmap[PV_MEMMAP_MAX];
 	uint32_t apic_ids[PV_MAX_CPUS];
-	uint32_t tsc_khz;     /* guest TSC frequency in kHz, 0 if unknown */
-	uint32_t reserved;    /* zero */
-	uint64_t flags;       /* zero; reserved for future use */
+	uint32_t tsc_khz;  /* guest TSC frequency in kHz, 0 if unknown */
+	uint32_t reserved; /* zero */
+	uint64_t flags;	   /* zero; reserved for future use */
 };
 
 _Static_assert(sizeof(struct pv_memmap_entry) == 24, "memmap entry");
@@ -67,7 +67,6 @@ _Static_assert(__builtin_offsetof(struct pv_bootinfo, memmap) == 48, "bootinfo")
 _Static_assert(__builtin_offsetof(struct pv_bootinfo, apic_ids) == 240, "bootinfo");
 _Static_assert(__builtin_offsetof(struct pv_bootinfo, tsc_khz) == 496, "bootinfo");
 _Static_assert(sizeof(struct pv_bootinfo) == 512, "bootinfo size");
-_Static_assert(PV_BOOTINFO_GPA + sizeof(struct pv_bootinfo) <= PV_CMDLINE_GPA,
-	       "bootinfo fits its page");
+_Static_assert(PV_BOOTINFO_GPA + sizeof(struct pv_bootinfo) <= PV_CMDLINE_GPA, "bootinfo fits its page");
 
 #endif

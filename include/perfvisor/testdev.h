@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#define PV_TESTDEV_PORT 0x0510  /* 4-byte OUT: gpa of a struct pv_ucall */
+#define PV_TESTDEV_PORT 0x0510	  /* 4-byte OUT: gpa of a struct pv_ucall */
 #define PV_DEBUG_EXIT_PORT 0x00f4 /* QEMU isa-debug-exit: status (v<<1)|1 */
 
 #define PV_UCALL_MAGIC 0x4c4c4143u /* "CALL" */
@@ -27,13 +27,13 @@ enum pv_ucall_cmd {
 #define PV_STATUS_ASSERT 3
 
 struct pv_ucall {
-	uint32_t magic;   /* PV_UCALL_MAGIC */
-	uint32_t cmd;     /* enum pv_ucall_cmd */
-	uint32_t line;    /* ASSERT: source line; SYNC: stage */
+	uint32_t magic;	  /* PV_UCALL_MAGIC */
+	uint32_t cmd;	  /* enum pv_ucall_cmd */
+	uint32_t line;	  /* ASSERT: source line; SYNC: stage */
 	uint32_t status;  /* DONE: exit status */
 	uint64_t args[4]; /* SYNC/ASSERT values */
-	char file[64];    /* ASSERT: source file, NUL-terminated */
-	char text[192];   /* PRINT text / ASSERT expression, NUL-terminated */
+	char file[64];	  /* ASSERT: source file, NUL-terminated */
+	char text[192];	  /* PRINT text / ASSERT expression, NUL-terminated */
 };
 
 _Static_assert(sizeof(struct pv_ucall) == 304, "ucall size");

@@ -9,8 +9,20 @@
 #include <pthread.h>
 #include <string.h>
 
-enum { THR = 0, RBR = 0, DLL = 0, IER = 1, DLM = 1, IIR = 2, FCR = 2, LCR = 3,
-       MCR = 4, LSR = 5, MSR = 6, SCR = 7 };
+enum {
+	THR = 0,
+	RBR = 0,
+	DLL = 0,
+	IER = 1,
+	DLM = 1,
+	IIR = 2,
+	FCR = 2,
+	LCR = 3,
+	MCR = 4,
+	LSR = 5,
+	MSR = 6,
+	SCR = 7
+};
 
 struct fake {
 	uint8_t out[4096];
@@ -48,7 +60,9 @@ static int last_irq(void)
 static void setup(void)
 {
 	struct dev_host host = {
-		.opaque = &f, .console_write = fake_console, .set_irq = fake_irq,
+		.opaque = &f,
+		.console_write = fake_console,
+		.set_irq = fake_irq,
 	};
 
 	memset(&f, 0, sizeof(f));
@@ -283,7 +297,7 @@ Test(serial, loopback)
 Test(serial, loopback_modem_status_interrupt)
 {
 	serial_write(s, MCR, 0x18); /* LOOP | OUT2 */
-	serial_read(s, MSR);        /* consume deltas of entering loopback */
+	serial_read(s, MSR);	    /* consume deltas of entering loopback */
 	serial_write(s, IER, 0x08);
 	cr_assert_eq(serial_read(s, IIR), 0x01);
 	serial_write(s, MCR, 0x1a); /* raise RTS -> CTS */

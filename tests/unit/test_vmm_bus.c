@@ -256,7 +256,9 @@ Test(bus, unknown_address_enoent)
 
 Test(bus, many_ranges_out_of_order_found_after_freeze)
 {
-	enum { N = 101 };
+	enum {
+		N = 101
+	};
 	static struct fake_dev devs[N];
 	static char names[N][16];
 	uint8_t v = 0;

@@ -56,12 +56,12 @@ static const char *help_text(void)
 #define assert_msg_has(s) cr_assert(strstr(err.msg, (s)), "message '%s' lacks '%s'", err.msg, (s))
 
 /* A bad command line: -EINVAL, a message containing `want`, no help text. */
-#define expect_bad(want, ...)                                                                    \
-	do {                                                                                     \
-		int rc_ = PARSE(__VA_ARGS__);                                                    \
-		cr_assert_eq(rc_, -EINVAL, "rc %d (%s)", rc_, err.msg);                          \
-		assert_msg_has(want);                                                            \
-		cr_assert_str_eq(help_text(), "", "no usage text on errors");                    \
+#define expect_bad(want, ...)                                                 \
+	do {                                                                  \
+		int rc_ = PARSE(__VA_ARGS__);                                 \
+		cr_assert_eq(rc_, -EINVAL, "rc %d (%s)", rc_, err.msg);       \
+		assert_msg_has(want);                                         \
+		cr_assert_str_eq(help_text(), "", "no usage text on errors"); \
 	} while (0)
 
 Test(cli, defaults)
@@ -109,8 +109,8 @@ Test(cli, equals_form_and_any_order)
 
 Test(cli, limits_accepted)
 {
-	cr_assert_eq(PARSE("--kernel", "k", "--cpus", "1", "--memory", "4M", "--timeout", "1"), 0,
-		     "%s", err.msg);
+	cr_assert_eq(PARSE("--kernel", "k", "--cpus", "1", "--memory", "4M", "--timeout", "1"), 0, "%s",
+		     err.msg);
 	cr_assert_eq(cfg.nr_cpus, 1);
 	cr_assert_eq(cfg.mem_size, GMEM_MIN_SIZE);
 	cr_assert_eq(cfg.timeout_ms, 1000);
@@ -232,14 +232,14 @@ Test(cli, cpus_not_a_number)
 
 Test(cli, memory_too_small)
 {
-	expect_bad("--memory 1M: memory size 1048576 bytes is below the minimum of 4 MiB", "--kernel",
-		   "k", "--memory", "1M");
+	expect_bad("--memory 1M: memory size 1048576 bytes is below the minimum of 4 MiB", "--kernel", "k",
+		   "--memory", "1M");
 }
 
 Test(cli, memory_too_big)
 {
-	expect_bad("--memory 4G: memory size 4096 MiB is above the maximum of 3072 MiB", "--kernel",
-		   "k", "--memory", "4G");
+	expect_bad("--memory 4G: memory size 4096 MiB is above the maximum of 3072 MiB", "--kernel", "k",
+		   "--memory", "4G");
 }
 
 Test(cli, memory_not_page_multiple)
@@ -250,16 +250,16 @@ Test(cli, memory_not_page_multiple)
 
 Test(cli, memory_not_a_size)
 {
-	expect_bad("--memory 'lots' is not a size (examples: 64M, 512M, 1G)", "--kernel", "k",
-		   "--memory", "lots");
+	expect_bad("--memory 'lots' is not a size (examples: 64M, 512M, 1G)", "--kernel", "k", "--memory",
+		   "lots");
 	expect_bad("--memory '99999999999999999999' is not a size", "--kernel", "k", "--memory",
 		   "99999999999999999999");
 }
 
 Test(cli, timeout_bad)
 {
-	expect_bad("--timeout must be whole seconds from 1 to 604800 (got '0')", "--kernel", "k",
-		   "--timeout", "0");
+	expect_bad("--timeout must be whole seconds from 1 to 604800 (got '0')", "--kernel", "k", "--timeout",
+		   "0");
 	expect_bad("(got 'x')", "--kernel", "k", "--timeout", "x");
 	expect_bad("(got '604801')", "--kernel", "k", "--timeout", "604801");
 	expect_bad("(got '1.5')", "--kernel", "k", "--timeout", "1.5");
