@@ -11,7 +11,7 @@ build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-d
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.
-testhost_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio kmod)
+testhost_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 # Bench: QEMU microvm is the baseline the boot benchmark compares against.
 bench_pkgs=(qemu-system-x86)
 

@@ -90,11 +90,16 @@ expect_status 0; expect_err 'unhandled I/O port'; expect_err 'unhandled MMIO'; e
 run baducall 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=baducall" --timeout 50
 expect_status 0; expect_err 'testdev:'; expect_clean; done_test
 
-cur=sigterm; ok=1
-timeout -s KILL 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 4 >"$T/sigterm.out" 2>"$T/sigterm.err" </dev/null &
-pid=$!
-sleep 3; kill -TERM $pid; wait $pid; st=$?
-expect_status 143; expect_err 'signal'; done_test
+# A signal stops every vCPU, including APs still waiting for a SIPI.
+for sig in TERM INT; do
+	cur=sig$sig; ok=1
+	timeout -s KILL 60 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 4 \
+		>"$T/$cur.out" 2>"$T/$cur.err" </dev/null &
+	pid=$!
+	sleep 3; kill -$sig $pid; wait $pid; st=$?
+	[ $sig = TERM ] && expect_status 143 || expect_status 130
+	expect_err 'stopped by signal'; done_test
+done
 
 # ---- console ----------------------------------------------------------------
 run console-file 120 "$PV" run --kernel "$G/hello.elf" --console "$T/console.txt" --timeout 100
