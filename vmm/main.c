@@ -34,7 +34,13 @@ static int cmd_run(int argc, char **argv)
 		fprintf(stderr, "perfvisor run: %s\n", err.msg);
 		return PV_EXIT_USAGE;
 	}
-	/* Block SIGINT/SIGTERM everywhere; vm_run() takes them from a signalfd. */
+	/*
+	 * Block SIGINT/SIGTERM everywhere; vm_run() takes them from a signalfd.
+	 * A shell starts background jobs with SIGINT ignored, and an ignored
+	 * signal never reaches the signalfd: restore the default first.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGINT);
 	sigaddset(&sigs, SIGTERM);
