@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make bench`: the boot benchmark (bench/boot.sh) on KVM. Where this machine
+# has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
+# i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
+# (default 20), BENCH_TESTHOST=1 to use the test VM even with /dev/kvm, BUILD.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+build=${BUILD:-build}
+build=${build#"$root"/}
+runs=${BENCH_RUNS:-20}
+case "$runs" in '' | *[!0-9]*) echo "bench: BENCH_RUNS must be a number" >&2; exit 2 ;; esac
+[ "$runs" -ge 20 ] || echo "bench: note: BENCH_RUNS=$runs is below the 20 runs the numbers are meant for" >&2
+
+for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin; do
+	[ -e "$build/$f" ] || { echo "bench: $build/$f is missing; run 'make bench'" >&2; exit 1; }
+done
+[ -e "$build/guests/hello.elf" ] || echo "bench: hello guest not built ($build/guests/hello.elf; make guests): it is left out" >&2
+bash scripts/deps.sh bench
+qemu=$(command -v qemu-system-x86_64)
+
+if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHOST:-}" ]; then
+	BUILD=$build BENCH_RUNS=$runs BENCH_HOST="KVM on this machine" sh bench/boot.sh
+else
+	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
+	host="KVM nested in QEMU TCG: absolute numbers are not those of bare metal; read the ratios"
+	TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
+		bash tests/testhost/run.sh "BUILD='$build' BENCH_RUNS=$runs BENCH_HOST='$host' sh bench/boot.sh"
+fi

@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: MIT
+/*
+ * spawn: the bench's stopwatch. Runs one or more commands N times each,
+ * interleaved round by round so drift on a noisy machine hits every case
+ * alike, and times each run from fork to reap (CLOCK_MONOTONIC). It reads
+ * the child's peak RSS from wait4()'s rusage, checks every run's exit status
+ * and output, and prints one tab-separated result line per case.
+ *
+ * Usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] CASE [:: CASE]...
+ *   CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] -- COMMAND [ARG]...
+ *   -x  exit status every run must have (default 0)
+ *   -m  text every run's standard output must contain
+ *   -k  read the number after KEY in every run's standard error (e.g. a VMM's
+ *       "guest memory resident: "), reported as its median
+ *   -t  a run taking longer is killed and fails the bench (default 120)
+ *   -d  directory for the captured output (default /tmp)
+ * Output, per case: LABEL runs min_us median_us p90_us rss_kib rss_max_kib
+ * key_median (-1 without -k); rss_kib is the median of the runs' peak RSS.
+ * Any failed run aborts with a message and the run's output: the timing of a
+ * failing run means nothing. Only busybox exists where this runs, hence C.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CASES 8
+#define MAX_RUNS 10000
+#define CAPTURE_MAX (1 << 20) /* bytes of a run's output we look at */
+
+struct bench_case {
+	const char *label;
+	char **argv; /* NULL-terminated, points into main's argv */
+	int want_status;
+	const char *match; /* NULL: no stdout check */
+	const char *key;   /* NULL: no stderr number */
+	uint64_t *wall_us; /* per measured run */
+	uint64_t *rss_kib;
+	uint64_t *key_val;
+};
+
+struct bench {
+	unsigned runs, warmup, timeout_s;
+	const char *dir;
+	unsigned nr_cases;
+	struct bench_case cases[MAX_CASES];
+	char out_path[4096], err_path[4096];
+};
+
+static void usage(void)
+{
+	fputs("usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] CASE [:: CASE]...\n"
+	      "  CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] -- COMMAND [ARG]...\n",
+	      stderr);
+	exit(2);
+}
+
+static unsigned parse_uint(const char *s, unsigned max, const char *what)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || v > max) {
+		fprintf(stderr, "spawn: %s must be a number from 0 to %u (got '%s')\n", what, max, s);
+		exit(2);
+	}
+	return (unsigned)v;
+}
+
+/* Parses one CASE starting at argv[i]; returns the index after it. */
+static int parse_case(int argc, char **argv, int i, struct bench_case *c)
+{
+	memset(c, 0, sizeof(*c));
+	for (; i < argc && strcmp(argv[i], "--"); i += 2) {
+		if (i + 1 >= argc)
+			usage();
+		if (!strcmp(argv[i], "-l"))
+			c->label = argv[i + 1];
+		else if (!strcmp(argv[i], "-x"))
+			c->want_status = (int)parse_uint(argv[i + 1], 255, "-x STATUS");
+		else if (!strcmp(argv[i], "-m"))
+			c->match = argv[i + 1];
+		else if (!strcmp(argv[i], "-k"))
+			c->key = argv[i + 1];
+		else
+			usage();
+	}
+	if (i >= argc || !c->label)
+		usage();
+	c->argv = &argv[++i];
+	while (i < argc && strcmp(argv[i], "::"))
+		i++;
+	if (c->argv == &argv[i]) /* no command */
+		usage();
+	if (i < argc)
+		argv[i++] = NULL; /* terminate this case's command at "::" */
+	return i;
+}
+
+static void parse_args(int argc, char **argv, struct bench *b)
+{
+	int i = 1;
+
+	b->runs = 20;
+	b->warmup = 1;
+	b->timeout_s = 120;
+	b->dir = "/tmp";
+	for (; i + 1 < argc && argv[i][0] == '-' && strcmp(argv[i], "-l"); i += 2) {
+		if (!strcmp(argv[i], "-n"))
+			b->runs = parse_uint(argv[i + 1], MAX_RUNS, "-n RUNS");
+		else if (!strcmp(argv[i], "-w"))
+			b->warmup = parse_uint(argv[i + 1], MAX_RUNS, "-w WARMUP");
+		else if (!strcmp(argv[i], "-t"))
+			b->timeout_s = parse_uint(argv[i + 1], 86400, "-t SECONDS");
+		else if (!strcmp(argv[i], "-d"))
+			b->dir = argv[i + 1];
+		else
+			usage();
+	}
+	if (b->runs < 1)
+		usage();
+	while (i < argc) {
+		if (b->nr_cases == MAX_CASES) {
+			fprintf(stderr, "spawn: at most %d cases\n", MAX_CASES);
+			exit(2);
+		}
+		i = parse_case(argc, argv, i, &b->cases[b->nr_cases++]);
+	}
+	if (!b->nr_cases)
+		usage();
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Reads at most CAPTURE_MAX bytes of PATH into a NUL-terminated buffer. */
+static char *slurp(const char *path)
+{
+	char *buf = malloc(CAPTURE_MAX + 1);
+	size_t n = 0;
+	FILE *f;
+
+	if (!buf)
+		return NULL;
+	f = fopen(path, "r");
+	if (f) {
+		n = fread(buf, 1, CAPTURE_MAX, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static void fail_run(const struct bench *b, const struct bench_case *c, const char *why)
+{
+	char *out = slurp(b->out_path), *err = slurp(b->err_path);
+
+	unlink(b->out_path);
+	unlink(b->err_path);
+
+	fprintf(stderr, "spawn: case '%s': %s\n  command:", c->label, why);
+	for (char **a = c->argv; *a; a++)
+		fprintf(stderr, " %s", *a);
+	fprintf(stderr, "\n  --- its stdout ---\n%s\n  --- its stderr ---\n%s\n", out ? out : "",
+		err ? err : "");
+	exit(1);
+}
+
+static int open_capture(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		fprintf(stderr, "spawn: cannot create %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	return fd;
+}
+
+/* Child side: stdin from /dev/null, stdout/stderr to the capture files. */
+static void exec_child(char **argv, int out, int err)
+{
+	int null = open("/dev/null", O_RDONLY);
+
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0)
+		_exit(127);
+	execvp(argv[0], argv);
+	dprintf(2, "spawn: cannot execute %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
+/* Checks one finished run's status and output; returns the -k number or -1. */
+static uint64_t check_run(const struct bench *b, const struct bench_case *c, int status)
+{
+	char why[256], *text, *at;
+	uint64_t val = (uint64_t)-1;
+
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != c->want_status) {
+		if (WIFSIGNALED(status))
+			snprintf(why, sizeof(why), "killed by signal %d", WTERMSIG(status));
+		else
+			snprintf(why, sizeof(why), "exit status %d, expected %d", WEXITSTATUS(status),
+				 c->want_status);
+		fail_run(b, c, why);
+	}
+	if (c->match) {
+		text = slurp(b->out_path);
+		if (!text || !strstr(text, c->match)) {
+			snprintf(why, sizeof(why), "its output lacks \"%s\"", c->match);
+			fail_run(b, c, why);
+		}
+		free(text);
+	}
+	if (c->key) {
+		text = slurp(b->err_path);
+		at = text ? strstr(text, c->key) : NULL;
+		if (!at) {
+			snprintf(why, sizeof(why), "its stderr lacks \"%s\"", c->key);
+			fail_run(b, c, why);
+		}
+		val = strtoull(at + strlen(c->key), NULL, 10);
+		free(text);
+	}
+	return val;
+}
+
+/* One run of case C; records it in slot IDX unless IDX < 0 (warm-up). */
+static void run_once(const struct bench *b, struct bench_case *c, int idx)
+{
+	int out = open_capture(b->out_path), err = open_capture(b->err_path);
+	struct rusage ru;
+	char why[64];
+	unsigned left;
+	int status;
+	uint64_t t0, t1, val;
+	pid_t pid;
+
+	t0 = now_ns();
+	pid = fork();
+	if (pid == 0)
+		exec_child(c->argv, out, err);
+	if (pid < 0) {
+		fprintf(stderr, "spawn: fork: %s\n", strerror(errno));
+		exit(1);
+	}
+	alarm(b->timeout_s); /* SIGALRM interrupts wait4 (no SA_RESTART) */
+	while (wait4(pid, &status, 0, &ru) < 0) {
+		if (errno != EINTR) {
+			fprintf(stderr, "spawn: wait4: %s\n", strerror(errno));
+			exit(1);
+		}
+		left = alarm(0);
+		if (left) { /* another signal: keep waiting */
+			alarm(left);
+			continue;
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		snprintf(why, sizeof(why), "still running after %u s; killed", b->timeout_s);
+		fail_run(b, c, why);
+	}
+	alarm(0);
+	t1 = now_ns();
+	close(out);
+	close(err);
+	val = check_run(b, c, status);
+	if (idx < 0)
+		return;
+	c->wall_us[idx] = (t1 - t0) / 1000;
+	c->rss_kib[idx] = (uint64_t)ru.ru_maxrss;
+	c->key_val[idx] = val;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sorts V and returns its median (mean of the middle two for even N). */
+static uint64_t median(uint64_t *v, unsigned n)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Nearest-rank percentile P of sorted V. */
+static uint64_t percentile(const uint64_t *v, unsigned n, unsigned p)
+{
+	unsigned rank = (n * p + 99) / 100;
+
+	return v[rank ? rank - 1 : 0];
+}
+
+static void report(const struct bench *b, struct bench_case *c)
+{
+	uint64_t med = median(c->wall_us, b->runs);
+	uint64_t rss = median(c->rss_kib, b->runs);
+	int64_t key = c->key ? (int64_t)median(c->key_val, b->runs) : -1;
+
+	printf("%s\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\n",
+	       c->label, b->runs, c->wall_us[0], med, percentile(c->wall_us, b->runs, 90), rss,
+	       c->rss_kib[b->runs - 1], key);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+int main(int argc, char **argv)
+{
+	static struct bench b;
+	struct sigaction sa = { .sa_handler = on_alarm }; /* no SA_RESTART */
+
+	sigaction(SIGALRM, &sa, NULL);
+	parse_args(argc, argv, &b);
+	snprintf(b.out_path, sizeof(b.out_path), "%s/spawn.%d.out", b.dir, (int)getpid());
+	snprintf(b.err_path, sizeof(b.err_path), "%s/spawn.%d.err", b.dir, (int)getpid());
+	for (unsigned i = 0; i < b.nr_cases; i++) {
+		struct bench_case *c = &b.cases[i];
+
+		c->wall_us = calloc(b.runs, sizeof(uint64_t));
+		c->rss_kib = calloc(b.runs, sizeof(uint64_t));
+		c->key_val = calloc(b.runs, sizeof(uint64_t));
+		if (!c->wall_us || !c->rss_kib || !c->key_val) {
+			fprintf(stderr, "spawn: out of memory\n");
+			return 1;
+		}
+	}
+	for (unsigned r = 0; r < b.warmup + b.runs; r++)
+		for (unsigned i = 0; i < b.nr_cases; i++)
+			run_once(&b, &b.cases[i], (int)r - (int)b.warmup);
+	for (unsigned i = 0; i < b.nr_cases; i++)
+		report(&b, &b.cases[i]);
+	unlink(b.out_path);
+	unlink(b.err_path);
+	return 0;
+}
