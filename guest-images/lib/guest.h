@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The perfvisor guest runtime: everything a test guest may call. A guest
+ * defines main(); the runtime boots (GDT, IDT, TSS, ring-3 mappings), calls
+ * it on CPU 0 in ring 0 and ends the VM with its return value (ucall DONE).
+ * Ring 0 is slow on the target host (emulated): keep loops in ring 3.
+ * docs/testing.md is the guide.
+ */
+#ifndef GUEST_H
+#define GUEST_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <perfvisor/bootinfo.h>
+#include <perfvisor/testdev.h>
+
+#define __noreturn __attribute__((noreturn))
+#define __printf(a, b) __attribute__((format(printf, a, b)))
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Defined by each test. Runs on CPU 0 in ring 0 with interrupts off; bi is
+ * the VMM's boot information. Returns the VM's exit status, normally
+ * report_summary().
+ */
+int main(const struct pv_bootinfo *bi);
+
+/* ---- boot information ---------------------------------------------------- */
+/* The boot information, or NULL if the VMM's block was not valid (bad magic). */
+const struct pv_bootinfo *rt_bootinfo(void);
+/* Number of CPUs (1 if the boot information is missing). */
+uint32_t rt_nr_cpus(void);
+/* Bytes of guest RAM (from the boot information, else the image size). */
+uint64_t rt_mem_size(void);
+
+/* ---- strings (string.c) -------------------------------------------------- */
+void *memcpy(void *dst, const void *src, size_t n);
+void *memmove(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+int memcmp(const void *a, const void *b, size_t n);
+size_t strlen(const char *s);
+size_t strnlen(const char *s, size_t max);
+int strcmp(const char *a, const char *b);
+int strncmp(const char *a, const char *b, size_t n);
+char *strchr(const char *s, int c);
+/* Copy at most size-1 bytes and NUL-terminate (if size > 0); returns strlen(src). */
+size_t strlcpy(char *dst, const char *src, size_t size);
+/* Parse an unsigned number: decimal, or hex with 0x (base 0), or `base`. */
+unsigned long long strtoull(const char *s, char **end, int base);
+
+/* ---- console (serial.c, printf.c) ---------------------------------------- */
+/*
+ * Raw output on the 16550 UART at 0x3f8: two port accesses per byte, so use
+ * it sparingly. Serialized between CPUs by a spinlock.
+ */
+void serial_putc(char c);
+void serial_puts(const char *s);
+
+/*
+ * printf: %d %i %u %x %X %p %s %c %%, flags '-' and '0', width, precision
+ * for %s, length modifiers hh h l ll z. Output is buffered per CPU and sent
+ * as one ucall PRINT (one VM exit) per line or per 191 bytes; printf_flush()
+ * sends a partial line. Ring 0 only (port I/O).
+ */
+int printf(const char *fmt, ...) __printf(1, 2);
+int vprintf(const char *fmt, va_list ap) __printf(1, 0);
+void printf_flush(void);
+/* Standard semantics: returns the length the full output would have. */
+int snprintf(char *buf, size_t size, const char *fmt, ...) __printf(3, 4);
+int vsnprintf(char *buf, size_t size, const char *fmt, va_list ap) __printf(3, 0);
+
+/* ---- ucalls (ucall.c): requests to the test device, ring 0 only ----------- */
+/* Print text (split into 191-byte pieces) through the test device. */
+void ucall_print(const char *s);
+/* Tell the host we reached `stage`, with four values. */
+void ucall_sync(uint32_t stage, uint64_t a, uint64_t b, uint64_t c, uint64_t d);
+/* End the VM with exit status `status` (0..255). Flushes printf first. */
+__noreturn void ucall_done(uint32_t status);
+/* Report a failed assertion; the VMM ends the VM with PV_STATUS_ASSERT. */
+__noreturn void ucall_assert_fail(const char *expr, const char *file, uint32_t line, uint64_t a, uint64_t b);
+
+#define GUEST_ASSERT(expr)                                                  \
+	do {                                                                \
+		if (!(expr))                                                \
+			ucall_assert_fail(#expr, __FILE__, __LINE__, 0, 0); \
+	} while (0)
+
+/* Both values go to the host in args[0] and args[1]. */
+#define GUEST_ASSERT_EQ(a, b)                                                        \
+	do {                                                                         \
+		uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                     \
+		if (a_ != b_)                                                        \
+			ucall_assert_fail(#a " == " #b, __FILE__, __LINE__, a_, b_); \
+	} while (0)
+
+/* ---- test reporting (report.c), kvm-unit-tests style ---------------------- */
+/* Print "PASS: msg" or "FAIL: msg" and count it. Any CPU. */
+void report(bool pass, const char *fmt, ...) __printf(2, 3);
+/* Print "SKIP: msg" and count a skipped test. */
+void report_skip(const char *fmt, ...) __printf(1, 2);
+/*
+ * Print "SUMMARY: N tests, F unexpected failures, S skipped" and return the
+ * exit status: 0 if nothing failed, 1 otherwise.
+ */
+int report_summary(void);
+
+/* ---- command line (cmdline.c): "key=value key2 ..." ----------------------- */
+/* The full command line (never NULL). */
+const char *cmdline_raw(void);
+/* Value of key=value, "" for a bare key, NULL if absent. Last one wins. */
+const char *cmdline_get(const char *key);
+bool cmdline_has(const char *key);
+/* Numeric value (decimal or 0x hex, optional K/M/G suffix), or def. */
+uint64_t cmdline_get_u64(const char *key, uint64_t def);
+
+/* ---- time (tsc.c) --------------------------------------------------------- */
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+
+	asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+
+/* TSC frequency from the boot information; 0 if the VMM did not know it. */
+uint32_t tsc_khz(void);
+/* Cycles to microseconds; uses an assumed 2 GHz when tsc_khz() is 0. */
+uint64_t tsc_to_us(uint64_t cycles);
+/* The TSC value `us` microseconds from now (same assumption). */
+uint64_t tsc_deadline_us(uint64_t us);
+/* Busy-wait (ring 0 cost: a few instructions per iteration; keep it short). */
+void udelay(uint64_t us);
+
+/* ---- CPU helpers ---------------------------------------------------------- */
+static inline void outb(uint16_t port, uint8_t v)
+{
+	asm volatile("outb %0, %1" : : "a"(v), "Nd"(port) : "memory");
+}
+static inline void outw(uint16_t port, uint16_t v)
+{
+	asm volatile("outw %0, %1" : : "a"(v), "Nd"(port) : "memory");
+}
+static inline void outl(uint16_t port, uint32_t v)
+{
+	asm volatile("outl %0, %1" : : "a"(v), "Nd"(port) : "memory");
+}
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+
+	asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port) : "memory");
+	return v;
+}
+static inline uint16_t inw(uint16_t port)
+{
+	uint16_t v;
+
+	asm volatile("inw %1, %0" : "=a"(v) : "Nd"(port) : "memory");
+	return v;
+}
+static inline uint32_t inl(uint16_t port)
+{
+	uint32_t v;
+
+	asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port) : "memory");
+	return v;
+}
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+
+	asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline void wrmsr(uint32_t msr, uint64_t v)
+{
+	asm volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
+}
+static inline uint64_t read_cr0(void)
+{
+	uint64_t v;
+
+	asm volatile("mov %%cr0, %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t read_cr2(void)
+{
+	uint64_t v;
+
+	asm volatile("mov %%cr2, %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t read_cr3(void)
+{
+	uint64_t v;
+
+	asm volatile("mov %%cr3, %0" : "=r"(v));
+	return v;
+}
+static inline void write_cr3(uint64_t v)
+{
+	asm volatile("mov %0, %%cr3" : : "r"(v) : "memory");
+}
+static inline uint64_t read_cr4(void)
+{
+	uint64_t v;
+
+	asm volatile("mov %%cr4, %0" : "=r"(v));
+	return v;
+}
+static inline void cpu_relax(void)
+{
+	asm volatile("pause" ::: "memory");
+}
+static inline void cli(void)
+{
+	asm volatile("cli" ::: "memory");
+}
+static inline void hlt(void)
+{
+	asm volatile("hlt" ::: "memory");
+}
+
+#define MSR_EFER 0xc0000080u
+#define EFER_LMA (1u << 10)
+
+/* ---- spinlocks ------------------------------------------------------------ */
+struct spinlock {
+	uint32_t locked;
+};
+
+static inline void spin_lock(struct spinlock *l)
+{
+	while (__atomic_exchange_n(&l->locked, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&l->locked, __ATOMIC_RELAXED))
+			cpu_relax();
+}
+
+static inline void spin_unlock(struct spinlock *l)
+{
+	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/* ---- exceptions (trap.c) -------------------------------------------------- */
+/* The registers pushed by the interrupt stubs (vectors.S), lowest first. */
+struct rt_regs {
+	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+	uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+	uint64_t vector, error_code;
+	uint64_t rip, cs, rflags, rsp, ss; /* pushed by the CPU */
+};
+
+/* What an expected exception looked like. */
+struct rt_fault {
+	uint32_t vector;
+	uint32_t cpu;
+	uint64_t error_code; /* 0 for vectors without one */
+	uint64_t rip;
+	uint64_t cr2; /* faulting address, #PF only */
+	uint64_t rsp;
+	uint64_t rflags;
+	uint32_t cs; /* ring = cs & 3 */
+	uint32_t reserved;
+};
+
+#define RT_NO_FAULT (-1)
+
+#define PF_ERR_PRESENT (1u << 0)
+#define PF_ERR_WRITE (1u << 1)
+#define PF_ERR_USER (1u << 2)
+
+/*
+ * Run fn(arg) in ring 0 on this CPU. If it raises an exception (vector
+ * 0..31), execution resumes here: returns the vector and fills *f (if not
+ * NULL). Returns RT_NO_FAULT when fn returned normally. Not nestable on the
+ * same CPU.
+ */
+int rt_catch(void (*fn)(void *), void *arg, struct rt_fault *f);
+
+/* Short name of an exception vector, e.g. "#GP"; "INT" for other vectors. */
+const char *rt_vector_name(uint32_t vector);
+
+/*
+ * Install a handler for `vector` (any vector 0..0x2f). It runs in ring 0
+ * with interrupts off and returns true if it handled the event (the
+ * interrupted code resumes), false to fall through to the default handling
+ * (catch, or report an unexpected exception and end the VM). For external
+ * interrupts the handler sends the EOI. NULL removes it.
+ */
+typedef bool (*rt_handler_t)(struct rt_regs *regs);
+void rt_set_handler(uint32_t vector, rt_handler_t fn);
+
+/* ---- ring 3 (user.c) ------------------------------------------------------ */
+/*
+ * Run fn(arg) in ring 3 on this CPU's 16 KiB user stack with interrupts
+ * off, then come back to ring 0. Returns RT_NO_FAULT when fn returned (its
+ * return value in *ret if ret is not NULL), or the vector of the exception
+ * that ended it (details in *f if f is not NULL). All guest RAM is mapped
+ * for ring 3; port I/O, printf and ucalls are not available there.
+ */
+int rt_run_user(long (*fn)(void *), void *arg, long *ret, struct rt_fault *f);
+/* As rt_run_user, but an exception is unexpected: it ends the VM. */
+long rt_user_call(long (*fn)(void *), void *arg);
+
+/* ---- SMP (smp.c) ---------------------------------------------------------- */
+/* Index (0..nr_cpus-1) of the CPU we run on; works in ring 0 and ring 3. */
+uint32_t smp_cpu_id(void);
+/* APIC id of CPU `cpu` as given by the boot information. */
+uint32_t smp_apic_id(uint32_t cpu);
+/* Read this CPU's APIC id from its local APIC (one MMIO exit). */
+uint32_t apic_read_id(void);
+
+typedef void (*smp_fn_t)(uint32_t cpu, void *arg);
+/*
+ * Start every AP (INIT/SIPI): each sets up its GDT/IDT/TSS and runs
+ * fn(cpu, arg) in ring 0, then parks. Waits (bounded, ~10 s) until all APs
+ * have checked in and returns how many did (nr_cpus - 1 on success; CPUs
+ * that did not start are printed). May be called again once smp_wait_aps()
+ * succeeded. Call from CPU 0 only.
+ */
+uint32_t smp_start_aps(smp_fn_t fn, void *arg);
+/*
+ * Wait (sleeping in hlt, bounded by timeout_ms) until every started AP
+ * returned from its function. Returns 0, or -1 on timeout (the CPUs still
+ * running are printed). CPU 0 only.
+ */
+int smp_wait_aps(uint64_t timeout_ms);
+
+#endif
