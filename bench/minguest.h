@@ -10,9 +10,9 @@
 #define BENCH_MINGUEST_H
 
 #define MIN_SERIAL_PORT 0x3f8
-#define MIN_SERIAL_LSR 5     /* line status register, relative to the port */
-#define MIN_LSR_THRE 0x20    /* transmit holding register empty */
-#define MIN_EXIT_PORT 0xf4   /* isa-debug-exit, iosize 4 */
+#define MIN_SERIAL_LSR 5   /* line status register, relative to the port */
+#define MIN_LSR_THRE 0x20  /* transmit holding register empty */
+#define MIN_EXIT_PORT 0xf4 /* isa-debug-exit, iosize 4 */
 #define MIN_EXIT_VALUE 0x10
 #define MIN_MESSAGE "perfvisor bench: min guest up\n"
 

@@ -66,7 +66,7 @@ void vcpu_fini(struct vcpu *v)
 
 static void unhandled(struct vcpu *v, enum bus_space space, const struct bus_access *a)
 {
-	if (ratelimit_allow(&v->vm->unhandled_rl))
+	if (ratelimit_allow(&v->vm->unhandled_rl[space]))
 		vm_log(v->vm, "vCPU %u: unhandled %s %s 0x%" PRIx64 " (%u bytes)%s", v->index,
 		       bus_space_name(space), a->is_write ? "write" : "read", a->addr, a->len,
 		       a->is_write ? "; ignored" : "; reads as all ones");

@@ -119,7 +119,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	vm->kvm.fd = -1;
 	vm->mem.fd = -1;
 	vm->console.fd = -1;
-	vm->unhandled_rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
+	for (int s = 0; s < BUS_NR_SPACES; s++)
+		vm->unhandled_rl[s] = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
 	pthread_mutex_init(&vm->stop_lock, NULL);
 	bus_init(&vm->bus);
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

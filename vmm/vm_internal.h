@@ -57,7 +57,7 @@ struct vm {
 	struct serial *serial;
 	struct testdev *testdev;
 	struct i8042 *i8042;
-	struct ratelimit unhandled_rl;
+	struct ratelimit unhandled_rl[BUS_NR_SPACES]; /* one per space: a port flood cannot hide MMIO */
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 	uint32_t tsc_khz;

@@ -10,6 +10,9 @@
 #define I8042_CMD 0x64
 #define I8042_RESET 0xfe
 #define POST_PORT 0x80
+#define COM1 0x3f8
+#define UART_LSR 5
+#define UART_LSR_DR 0x01
 
 static int debugexit(void)
 {
@@ -146,6 +149,30 @@ static int ports(void)
 	return 0;
 }
 
+/* Read one line from the UART (perfvisor --stdin) and print it back. */
+static int serial_echo(void)
+{
+	uint64_t deadline = tsc_deadline_us(cmdline_get_u64("wait_ms", 20000) * 1000);
+	char line[128];
+	size_t n = 0;
+
+	while (n < sizeof(line) - 1) {
+		if (!(inb(COM1 + UART_LSR) & UART_LSR_DR)) {
+			if (rdtsc() > deadline)
+				break;
+			udelay(1000);
+			continue;
+		}
+		line[n] = (char)inb(COM1);
+		if (line[n] == '\n')
+			break;
+		n++;
+	}
+	line[n] = '\0';
+	printf("serial-echo: [%s]\n", line);
+	return n ? 0 : 1;
+}
+
 int main(const struct pv_bootinfo *bi)
 {
 	const char *mode = cmdline_get("mode");
@@ -181,9 +208,11 @@ int main(const struct pv_bootinfo *bi)
 	}
 	if (!strcmp(mode, "noap"))
 		return 0;
+	if (!strcmp(mode, "serial-echo"))
+		return serial_echo();
 	printf("behave: unknown mode \"%s\"; modes: debugexit code=N, reset, triplefault, hang, "
 	       "spin, badports, baducall, assert, fault [where=ring3|ap], ports count=K, done status=N, echo, "
-	       "noap\n",
+	       "noap, serial-echo [wait_ms=N]\n",
 	       mode);
 	report(false, "mode=%s", mode);
 	return report_summary();

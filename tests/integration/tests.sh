@@ -109,6 +109,12 @@ done_test
 run console-none 120 "$PV" run --kernel "$G/hello.elf" --console none --timeout 100
 expect_status 0; expect_no_out 'Hello'; done_test
 
+cur=stdin-input; ok=1
+printf 'typed-into-stdin\n' | timeout -s KILL 120 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=serial-echo" \
+	--stdin --timeout 100 >"$T/$cur.out" 2>"$T/$cur.err"
+st=$?
+expect_status 0; expect_out 'serial-echo: \[typed-into-stdin\]'; done_test
+
 # ---- bad input: one clear line, non-zero status, no crash -------------------
 run cli-unknown 10 "$PV" run --kernel "$G/hello.elf" --frobnicate
 expect_status 2; expect_err "unknown option '--frobnicate'"; done_test
