@@ -146,6 +146,9 @@ int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
 	return 0;
 }
 
+#define CPUID_AUTHENTICAMD_EBX 0x68747541u /* "Auth" */
+#define CPUID_HYGONGENUINE_EBX 0x6f677948u /* "Hygo" */
+
 static unsigned order_base_2(unsigned n)
 {
 	unsigned s = 0;
@@ -160,7 +163,7 @@ static unsigned order_base_2(unsigned n)
  * vCPU index. Leaves 0xB/0x1F/0x8000001E are rewritten only where the host
  * reports them, so the guest sees the same leaves as on the host.
  */
-static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n)
+static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n, bool amd)
 {
 	unsigned shift = order_base_2(n);
 
@@ -186,6 +189,15 @@ static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n)
 		}
 		e->edx = index;
 		break;
+	case 4:
+		/* Intel deterministic cache leaf: cores per package - 1 in EAX[31:26]. */
+		e->eax = (e->eax & 0x03ffffffu) | ((n - 1) << 26);
+		break;
+	case 0x80000008:
+		/* AMD: ECX[15:12] APIC id size, ECX[7:0] cores - 1 (reserved on Intel). */
+		if (amd)
+			e->ecx = (e->ecx & ~0xf0ffu) | (shift << 12) | (n - 1);
+		break;
 	case 0x8000001e:
 		e->eax = index;	       /* extended APIC id */
 		e->ebx = index & 0xff; /* core id, 1 thread per core */
@@ -201,13 +213,18 @@ int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 	const struct kvm_cpuid2 *sup = vm->kvm.cpuid;
 	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
 	struct kvm_cpuid2 *c = malloc(sz);
+	bool amd = false;
 	int rc = 0;
 
 	if (!c)
 		return errbuf_set(err, -ENOMEM, "out of memory");
 	memcpy(c, sup, sz);
 	for (unsigned i = 0; i < c->nent; i++)
-		fix_entry(&c->entries[i], v->index, vm->nr_vcpus);
+		if (c->entries[i].function == 0)
+			amd = c->entries[i].ebx == CPUID_AUTHENTICAMD_EBX ||
+			      c->entries[i].ebx == CPUID_HYGONGENUINE_EBX;
+	for (unsigned i = 0; i < c->nent; i++)
+		fix_entry(&c->entries[i], v->index, vm->nr_vcpus, amd);
 	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0)
 		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));
 	free(c);

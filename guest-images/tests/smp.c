@@ -2,17 +2,54 @@
 /*
  * smp: start every AP; each CPU (the BSP too) checks in by setting its bit
  * in a shared mask and recording the APIC id its LAPIC reports. Passes only
- * if every CPU checked in with the APIC id the boot information lists.
+ * if every CPU checked in with the APIC id the boot information lists, and
+ * CPUID's topology (leaf 1, leaf 0xB) agrees with it and with --cpus.
  */
 #include "guest.h"
 
 static uint64_t online_mask;
 static uint32_t apic_seen[PV_MAX_CPUS];
+static uint32_t leaf1_apic[PV_MAX_CPUS];   /* CPUID.1:EBX[31:24] */
+static uint32_t leafb_x2apic[PV_MAX_CPUS]; /* CPUID.0xB:EDX */
+static uint32_t leafb_count[PV_MAX_CPUS];  /* CPUID.(0xB,1):EBX, CPUs in the package */
+static uint32_t ext_apic[PV_MAX_CPUS];	   /* CPUID.0x8000001E:EAX (AMD), ~0 if absent */
+static uint32_t ext_cores;		   /* CPUID.0x80000008:ECX[7:0] + 1 (AMD), 0 if absent */
+
+static void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	asm volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
+}
 
 static void check_in(uint32_t cpu, void *arg)
 {
+	uint32_t r[4];
+
 	(void)arg;
 	apic_seen[cpu] = apic_read_id();
+	cpuid(1, 0, r);
+	leaf1_apic[cpu] = r[1] >> 24;
+	cpuid(0, 0, r);
+	if (r[0] >= 0xb) {
+		cpuid(0xb, 0, r);
+		leafb_x2apic[cpu] = r[3];
+		cpuid(0xb, 1, r);
+		leafb_count[cpu] = r[1] & 0xffff;
+	}
+	ext_apic[cpu] = ~0u;
+	cpuid(0, 0, r);
+	if (r[1] != 0x68747541u) /* the extended topology leaves below are AMD's */
+		return;
+	cpuid(0x80000000, 0, r);
+	if (r[0] >= 0x80000008 && cpu == 0) {
+		uint32_t e[4];
+
+		cpuid(0x80000008, 0, e);
+		ext_cores = (e[2] & 0xff) + 1;
+	}
+	if (r[0] >= 0x8000001e) {
+		cpuid(0x8000001e, 0, r);
+		ext_apic[cpu] = r[0];
+	}
 	__atomic_or_fetch(&online_mask, 1ULL << cpu, __ATOMIC_ACQ_REL);
 }
 
@@ -42,6 +79,33 @@ int main(const struct pv_bootinfo *bi)
 	}
 	report(bad == 0, "every CPU has the APIC id the bootinfo lists");
 	printf("smp: %u CPUs online\n", online);
+
+	bad = 0;
+	for (uint32_t i = 0; i < n; i++)
+		bad += leaf1_apic[i] != smp_apic_id(i);
+	report(bad == 0, "CPUID leaf 1 gives each CPU its APIC id");
+	if (leafb_count[0] == 0) {
+		report_skip("CPUID leaf 0xB not offered by this host");
+	} else {
+		bad = 0;
+		for (uint32_t i = 0; i < n; i++)
+			bad += leafb_x2apic[i] != smp_apic_id(i) || leafb_count[i] != n;
+		report(bad == 0, "CPUID leaf 0xB: x2APIC ids match, %u CPUs at core level (got %u)", n,
+		       leafb_count[0]);
+	}
+	if (ext_cores == 0) {
+		report_skip("CPUID leaf 0x80000008 core count: not an AMD CPU");
+	} else {
+		report(ext_cores == n, "CPUID leaf 0x80000008: %u cores (got %u)", n, ext_cores);
+	}
+	if (ext_apic[0] == ~0u) {
+		report_skip("CPUID leaf 0x8000001E not offered by this host");
+	} else {
+		bad = 0;
+		for (uint32_t i = 0; i < n; i++)
+			bad += ext_apic[i] != smp_apic_id(i);
+		report(bad == 0, "CPUID leaf 0x8000001E gives each CPU its extended APIC id");
+	}
 
 	/* A second round re-INITs the parked APs. */
 	if (n > 1) {

@@ -140,6 +140,17 @@ dd if=/dev/zero of="$T/big.elf" bs=1M count=5 2>/dev/null
 run kernel-too-big 30 "$PV" run --kernel "$T/big.elf" --memory 4M
 expect_status 125; expect_err 'larger than guest memory'; done_test
 
+# Without permission on /dev/kvm (an unprivileged user; root bypasses modes).
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && [ -c /dev/kvm ] &&
+	[ "$(stat -c %a /dev/kvm)" = 600 ]; then
+	cur=kvm-no-permission; ok=1
+	su nobody -s /bin/sh -c "$PV run --kernel $G/hello.elf" >"$T/$cur.out" 2>"$T/$cur.err" </dev/null
+	st=$?
+	expect_status 125; expect_err 'no permission to open /dev/kvm'; done_test
+else
+	echo "SKIP kvm-no-permission: needs root, a 'nobody' user and /dev/kvm with mode 600 (the test host has them)"
+fi
+
 # ---- the same paths under ASan + UBSan (leaks included) ----------------------
 if [ -x "$ASAN" ]; then
 	run asan-hello 240 "$ASAN" run --kernel "$G/hello.elf" --timeout 200

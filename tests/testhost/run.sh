@@ -57,6 +57,10 @@ done | sort -u | while read -r lib; do
 	cp -L "$lib" "$r$lib"
 done
 printf '%s\n' "$cmd" > "$r/cmd"
+# An unprivileged user, for tests of what perfvisor says without access to /dev/kvm.
+mkdir -p "$r/etc"
+printf 'root:x:0:0:root:/:/bin/sh\nnobody:x:65534:65534:nobody:/tmp:/bin/sh\n' > "$r/etc/passwd"
+printf 'root:x:0:\nnogroup:x:65534:\n' > "$r/etc/group"
 cat > "$r/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
