@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfvisor statistics: the producer side (the sealed memfd region and the
+ * scoreboard API through which VMM code owns and updates its fields) and
+ * the reader side (mapping a region read-only and copying records under
+ * the seqlock), used by `perfvisor stat` and `perfvisor stats-check`.
+ * The binary layout is include/perfvisor/stats_abi.h (docs/stats-abi.md).
+ */
+#ifndef PERFVISOR_STATS_H
+#define PERFVISOR_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "perfvisor/stats_abi.h"
+#include "util/util.h"
+
+/* ======================= producer: region and scoreboard ================ */
+
+struct stats_region;
+
+/* A typed handle for one u64 field of every record of one kind. */
+struct sb_field {
+	uint32_t record; /* enum pv_stats_record */
+	uint32_t offset; /* byte offset within the record */
+};
+
+/* One record (the VM record or a vCPU entry) as its single writer sees it. */
+struct sb_entry {
+	uint8_t *base;
+};
+
+#define STATS_MAX_FIELDS 256U
+
+/*
+ * Create an empty region for up to max_vcpus vCPU entries. Fields are then
+ * declared with sb_declare() and the layout fixed with stats_region_freeze().
+ * Returns 0 or -errno with a message. Setup thread.
+ */
+int stats_region_create(struct stats_region **out, unsigned max_vcpus, struct errbuf *err);
+/* Unmap and close. NULL is a no-op. */
+void stats_region_destroy(struct stats_region *r);
+
+/*
+ * Declare a u64 field of every record of kind `record`. Names are unique per
+ * record kind, at most PV_STATS_NAME_MAX-1 bytes of [a-z0-9_.]. Returns 0 and
+ * the field's handle, -EEXIST, -EINVAL, -ENOSPC or -EBUSY (after freeze).
+ */
+int sb_declare(struct stats_region *r, enum pv_stats_record record, const char *name, enum pv_stats_kind kind,
+	       enum pv_stats_unit unit, int scale, struct sb_field *out, struct errbuf *err);
+
+/*
+ * Fix the layout: size the memfd once for all slots, write the header and
+ * descriptors, map it for the producer and seal it (shrink, grow, future
+ * write, seal). Entries never move afterwards. Returns 0 or -errno.
+ */
+int stats_region_freeze(struct stats_region *r, struct errbuf *err);
+
+/* The producer's entry for vCPU idx / the VM record. After freeze. */
+struct sb_entry stats_vcpu_entry(struct stats_region *r, unsigned idx);
+struct sb_entry stats_vm_entry(struct stats_region *r);
+
+/*
+ * Publish vCPU idx as online: its state becomes ONLINE, then `online` and
+ * `generation` in the header grow with release semantics. Vcpus must come
+ * online in index order. Setup or main thread.
+ */
+void stats_vcpu_online(struct stats_region *r, unsigned idx);
+/* vCPU entries published so far. Any thread. */
+unsigned stats_region_online(struct stats_region *r);
+/* Mark a record's state (e.g. STOPPED). Its writer thread only. */
+void sb_set_state(struct sb_entry e, enum pv_stats_state state);
+
+/* An O_RDONLY file descriptor of the region (a reopen, never the producer's fd). */
+int stats_region_open_ro(struct stats_region *r);
+/* The producer's memfd (for tests and /proc lookup); do not hand it out. */
+int stats_region_fd(const struct stats_region *r);
+
+/*
+ * Writer side of the seqlock: wrap each batch of updates of one record in
+ * sb_begin()/sb_end(). Only the record's writer thread calls these; no
+ * atomic read-modify-write is used.
+ */
+static inline void sb_begin(struct sb_entry e)
+{
+	uint32_t *seq = (uint32_t *)e.base;
+
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+static inline void sb_end(struct sb_entry e)
+{
+	uint32_t *seq = (uint32_t *)e.base;
+
+	__atomic_store_n(seq, *seq + 1, __ATOMIC_RELEASE);
+}
+
+static inline uint64_t *sb_slot(struct sb_entry e, struct sb_field f)
+{
+	return (uint64_t *)(e.base + f.offset);
+}
+
+/* Add to / set a field (between sb_begin and sb_end). Writer thread only. */
+static inline void sb_add(struct sb_entry e, struct sb_field f, uint64_t v)
+{
+	uint64_t *p = sb_slot(e, f);
+
+	__atomic_store_n(p, *p + v, __ATOMIC_RELAXED);
+}
+
+static inline void sb_set(struct sb_entry e, struct sb_field f, uint64_t v)
+{
+	__atomic_store_n(sb_slot(e, f), v, __ATOMIC_RELAXED);
+}
+
+/* The current value of field f of vCPU idx (no seqlock: one u64 is atomic). Any thread. */
+uint64_t sb_get(struct stats_region *r, unsigned idx, struct sb_field f);
+/* The sum of field f over all online vCPUs. Any thread. */
+uint64_t sb_sum(struct stats_region *r, struct sb_field f);
+
+/* ======================= reader ======================================== */
+
+struct stats_view;
+
+/*
+ * Map a region read-only from an fd (the fd is not kept) and validate its
+ * header and descriptors against the mapping's real size. A corrupt or
+ * hostile region gives -EINVAL/-EPROTO with a message, never a crash.
+ */
+int stats_view_open_fd(struct stats_view **out, int fd, struct errbuf *err);
+/* Find a running VMM's region through /proc/PID/fd (memfd "perfvisor-stats"). */
+int stats_view_open_pid(struct stats_view **out, pid_t pid, struct errbuf *err);
+void stats_view_close(struct stats_view *v);
+
+/* The validated header (a copy taken at open, `online` and `generation` refreshed). */
+const struct pv_stats_header *stats_view_header(struct stats_view *v);
+/* Descriptors the reader understands (validated), in table order. */
+unsigned stats_view_ndesc(const struct stats_view *v);
+const struct pv_stats_desc *stats_view_desc(const struct stats_view *v, unsigned i);
+/* Current number of online vCPUs (acquire load of header.vcpu.online, clamped to slots). */
+unsigned stats_view_online(struct stats_view *v);
+
+#define STATS_READ_RETRIES 1000
+
+/*
+ * Copy record `idx` of `record` kind consistently: values[i] receives the
+ * field of descriptor i (0 for descriptors of the other record kind), and
+ * *state the record's state. Retries at most STATS_READ_RETRIES times while
+ * the writer is busy, then returns -EBUSY; never hangs.
+ */
+int stats_view_read(struct stats_view *v, enum pv_stats_record record, unsigned idx, uint64_t *values,
+		    uint32_t *state);
+
+/* The raw mapping, for the invariant checker. */
+const uint8_t *stats_view_base(const struct stats_view *v, size_t *size);
+
+/* ======================= tools (subcommands of perfvisor) ================ */
+
+/* `perfvisor stat TARGET [options]`: argv[0] is "stat". Returns the exit status. */
+int stats_cmd_stat(int argc, char **argv);
+/* `perfvisor stats-check TARGET`: argv[0] is "stats-check". Returns the exit status. */
+int stats_cmd_check(int argc, char **argv);
+
+#endif
