@@ -7,6 +7,7 @@
 #define PERFVISOR_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -57,5 +58,16 @@ struct errbuf {
 
 /* Format the message into e (if non-NULL) and return err, for `return errbuf_set(...)`. */
 int errbuf_set(struct errbuf *e, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- control socket client (docs/api.md) ------------------------------ */
+/* Connect to a VM's API socket. Returns the fd or -errno with a message. */
+int util_api_connect(const char *path, struct errbuf *err);
+/*
+ * Send one request line and read one reply line (NUL-terminated, newline
+ * kept) into reply; an fd passed with SCM_RIGHTS is stored in *fd_out (or
+ * -1). Returns 0 or -errno (-ETIMEDOUT after timeout_ms) with a message.
+ */
+int util_api_request(int sock, const char *line, char *reply, size_t reply_len, int *fd_out, int timeout_ms,
+		     struct errbuf *err);
 
 #endif

@@ -72,7 +72,9 @@ int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t le
 		b->ranges[space] = n;
 		b->cap[space] = cap;
 	}
-	b->ranges[space][b->nr[space]++] = (struct bus_range){ base, len, fn, opaque, name };
+	b->ranges[space][b->nr[space]] =
+		(struct bus_range){ base, len, fn, opaque, name, (unsigned)b->nr[space] };
+	b->nr[space]++;
 	return 0;
 }
 
@@ -116,6 +118,7 @@ int bus_dispatch(const struct bus *b, enum bus_space space, struct bus_access *a
 {
 	const struct bus_range *r = bus_find(b, space, a->addr);
 
+	a->range = r ? (int)r->id : -1;
 	if (!r)
 		return -ENOENT;
 	a->offset = a->addr - r->base;

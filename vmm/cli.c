@@ -23,6 +23,7 @@ const char cli_run_usage[] =
 	"  --console KIND       where the serial console goes: stdio (default), none, or a FILE path\n"
 	"  --stdin              feed standard input to the guest's serial port\n"
 	"  --timeout SECONDS    stop the guest after SECONDS and exit 124 (default: no limit)\n"
+	"  --api-socket PATH    serve the control socket (docs/api.md) at PATH, owner-only\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
 	"\n"
@@ -39,7 +40,8 @@ enum {
 	OPT_STDIN,
 	OPT_TIMEOUT,
 	OPT_VERBOSE,
-	OPT_HELP
+	OPT_HELP,
+	OPT_API_SOCKET
 };
 
 static const struct option run_options[] = {
@@ -52,6 +54,7 @@ static const struct option run_options[] = {
 	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -116,6 +119,11 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		return 0;
 	case OPT_VERBOSE:
 		cfg->verbose = true;
+		return 0;
+	case OPT_API_SOCKET:
+		if (arg[0] == '\0')
+			return errbuf_set(err, -EINVAL, "--api-socket needs a path");
+		cfg->api_socket = arg;
 		return 0;
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);

@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "stats/stats.h"
 #include "vmm/vmm.h"
 
 static const char main_usage[] =
@@ -16,8 +18,11 @@ static const char main_usage[] =
 	"A compact KVM virtual machine monitor for running and measuring small guests.\n"
 	"\n"
 	"Commands:\n"
-	"  run       boot a guest (perfvisor run --help)\n"
-	"  help      show this help\n";
+	"  run          boot a guest (perfvisor run --help)\n"
+	"  api          send requests to a VM's control socket: perfvisor api SOCKET JSON...\n"
+	"  stat         show a running VM's statistics (perfvisor stat --help)\n"
+	"  stats-check  check a running VM's statistics region (perfvisor stats-check --help)\n"
+	"  help         show this help\n";
 
 static int cmd_run(int argc, char **argv)
 {
@@ -58,6 +63,52 @@ static int cmd_run(int argc, char **argv)
 	return rc;
 }
 
+static const char api_usage[] =
+	"Usage: perfvisor api SOCKET REQUEST...\n"
+	"Send each REQUEST (one JSON line, e.g. '{\"cmd\":\"query\"}') to the control socket of a VM\n"
+	"started with --api-socket SOCKET and print each reply line (docs/api.md). Exit status 0\n"
+	"if every reply says \"ok\":true, 1 if one does not, 2 on usage or connection errors.\n";
+
+static int cmd_api(int argc, char **argv)
+{
+	struct errbuf err = { "" };
+	char reply[8192];
+	int sock, status = 0;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(api_usage, stdout);
+		return 0;
+	}
+	if (argc < 3) {
+		fprintf(stderr,
+			"perfvisor api: needs a socket path and at least one request (see perfvisor api --help)\n");
+		return PV_EXIT_USAGE;
+	}
+	sock = util_api_connect(argv[1], &err);
+	if (sock < 0) {
+		fprintf(stderr, "perfvisor api: %s\n", err.msg);
+		return PV_EXIT_USAGE;
+	}
+	for (int i = 2; i < argc; i++) {
+		int fd;
+
+		if (util_api_request(sock, argv[i], reply, sizeof(reply), &fd, 10000, &err)) {
+			fprintf(stderr, "perfvisor api: %s\n", err.msg);
+			close(sock);
+			return PV_EXIT_USAGE;
+		}
+		fputs(reply, stdout);
+		if (fd >= 0) {
+			printf("(received a file descriptor)\n");
+			close(fd);
+		}
+		if (!strstr(reply, "\"ok\":true"))
+			status = 1;
+	}
+	close(sock);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -66,6 +117,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "api"))
+		return cmd_api(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stat"))
+		return stats_cmd_stat(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stats-check"))
+		return stats_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(main_usage, stdout);
 		return 0;

@@ -37,6 +37,7 @@ int vcpu_signal_setup(struct errbuf *err)
 int vcpu_init(struct vm *vm, struct vcpu *v, unsigned index, struct errbuf *err)
 {
 	memset(v, 0, sizeof(*v));
+	v->kvm_stats_fd = -1;
 	v->vm = vm;
 	v->index = index;
 	v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, (unsigned long)index);
@@ -64,6 +65,14 @@ void vcpu_fini(struct vcpu *v)
 	v->fd = -1;
 }
 
+/* Count one event in this vCPU's entry. vCPU thread only. */
+static void count(struct vcpu *v, struct sb_field f)
+{
+	sb_begin(v->stats);
+	sb_add(v->stats, f, 1);
+	sb_end(v->stats);
+}
+
 static void unhandled(struct vcpu *v, enum bus_space space, const struct bus_access *a)
 {
 	if (ratelimit_allow(&v->vm->unhandled_rl[space]))
@@ -79,7 +88,6 @@ static void handle_io(struct vcpu *v)
 	struct kvm_run *run = v->run;
 	uint8_t *data = (uint8_t *)run + run->io.data_offset;
 
-	v->cnt.io++;
 	/* String I/O (rep outs/ins) arrives as `count` consecutive items. */
 	for (uint32_t i = 0; i < run->io.count; i++, data += run->io.size) {
 		struct bus_access a = {
@@ -91,8 +99,10 @@ static void handle_io(struct vcpu *v)
 		};
 
 		if (bus_dispatch(&v->vm->bus, BUS_PIO, &a) == -ENOENT) {
-			v->cnt.unhandled_io++;
+			count(v, v->vm->sf.unhandled_io);
 			unhandled(v, BUS_PIO, &a);
+		} else if (a.range < VM_STATS_MAX_IO_RANGES) {
+			count(v, v->vm->sf.io_range[a.range]);
 		}
 	}
 }
@@ -108,9 +118,8 @@ static void handle_mmio(struct vcpu *v)
 		.vcpu = v->index,
 	};
 
-	v->cnt.mmio++;
 	if (bus_dispatch(&v->vm->bus, BUS_MMIO, &a) == -ENOENT) {
-		v->cnt.unhandled_mmio++;
+		count(v, v->vm->sf.unhandled_mmio);
 		unhandled(v, BUS_MMIO, &a);
 	}
 }
@@ -127,10 +136,6 @@ static void handle_msr(struct vcpu *v, bool is_write)
 		.vcpu = v->index,
 	};
 
-	if (is_write)
-		v->cnt.msr_write++;
-	else
-		v->cnt.msr_read++;
 	/* Any failure, including no device, is a #GP for the guest. */
 	run->msr.error = bus_dispatch(&v->vm->bus, BUS_MSR, &a) ? 1 : 0;
 	if (!is_write && !run->msr.error)
@@ -193,46 +198,68 @@ static bool handle_exit(struct vcpu *v)
 		handle_msr(v, true);
 		return true;
 	case KVM_EXIT_INTR:
-		v->cnt.intr++;
 		return true;
-	case KVM_EXIT_HLT:
-		v->cnt.hlt++;
-		report_stop_exit(v);
-		return false;
-	case KVM_EXIT_SHUTDOWN:
-		v->cnt.shutdown++;
-		report_stop_exit(v);
-		return false;
 	default:
-		v->cnt.other++;
 		report_stop_exit(v);
 		return false;
 	}
+}
+
+/*
+ * Account one return from KVM_RUN in this vCPU's stats entry: time inside
+ * and outside KVM_RUN, the exit and its reason, KVM's own stats now and then.
+ */
+static void account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, uint64_t t1, int rc)
+{
+	const struct vm_stats_fields *sf = &v->vm->sf;
+
+	sb_begin(v->stats);
+	sb_add(v->stats, sf->run_ns, t1 - t0);
+	sb_add(v->stats, sf->user_ns, t0 - t_user);
+	if (rc < 0) {
+		sb_add(v->stats, sf->exit_intr, 1);
+	} else {
+		sb_add(v->stats, sf->exits, 1);
+		sb_add(v->stats, vm_stats_exit_field(v->vm, v->run->exit_reason), 1);
+	}
+	vm_stats_kvm_refresh(v, t1, false);
+	sb_end(v->stats);
 }
 
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
+	uint64_t t_user = util_now_ns();
 
 	while (!atomic_load(&vm->stopping)) {
-		uint64_t t0 = util_now_ns();
-		int rc = ioctl(v->fd, KVM_RUN, 0);
+		uint64_t t0, t1;
 
-		v->cnt.run_ns += util_now_ns() - t0;
+		if (atomic_load(&vm->paused)) {
+			vm_park_vcpu(v);
+			continue;
+		}
+		t0 = util_now_ns();
+		int rc = ioctl(v->fd, KVM_RUN, 0), saved_errno = errno;
+
+		t1 = util_now_ns();
+		account_run(v, t_user, t0, t1, rc);
+		t_user = t1;
 		if (rc < 0) {
-			if (errno == EINTR || errno == EAGAIN) {
-				v->cnt.intr++;
+			if (saved_errno == EINTR || saved_errno == EAGAIN)
 				continue;
-			}
 			vm_request_stop(vm, PV_EXIT_VMM_ERROR, "vCPU %u: KVM_RUN failed: %s", v->index,
-					strerror(errno));
+					strerror(saved_errno));
 			break;
 		}
-		v->cnt.exits++;
 		if (!handle_exit(v))
 			break;
 	}
+	/* Final values, then STOPPED: readers know they will not change. */
+	sb_begin(v->stats);
+	vm_stats_kvm_refresh(v, util_now_ns(), true);
+	sb_end(v->stats);
+	sb_set_state(v->stats, PV_STATS_STOPPED);
 	return NULL;
 }
 
@@ -241,6 +268,8 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	sigset_t kick, old;
 	int rc;
 
+	/* Published before the thread runs, so its final STOPPED state is never overwritten. */
+	stats_vcpu_online(v->vm->stats, v->index);
 	/* The thread inherits the signal mask: keep the kick signal unblocked in it. */
 	sigemptyset(&kick);
 	sigaddset(&kick, VCPU_KICK_SIGNAL);

@@ -21,7 +21,9 @@
 
 #include "perfvisor/bootinfo.h"
 
-#define TSS_ADDR 0xfffbd000ULL /* three pages below the BIOS area, unused by guests */
+#define TSS_ADDR 0xfffbd000ULL
+/* The main thread refreshes the VM record (uptime, totals) this often. */
+#define VM_STATS_VM_PERIOD_MS 100 /* three pages below the BIOS area, unused by guests */
 
 void vm_log(struct vm *vm, const char *fmt, ...)
 {
@@ -47,6 +49,7 @@ void vm_request_stop(struct vm *vm, int status, const char *fmt, ...)
 		vsnprintf(vm->stop_why, sizeof(vm->stop_why), fmt, ap);
 		va_end(ap);
 		atomic_store(&vm->stopping, true);
+		pthread_cond_broadcast(&vm->pause_cond);
 		/* One write cannot overflow the eventfd; nothing to handle. */
 		(void)!write(vm->stop_efd, &one, sizeof(one));
 	}
@@ -88,8 +91,10 @@ static int vm_setup_vcpus(struct vm *vm, struct errbuf *err)
 	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return errbuf_set(err, -ENOMEM, "out of memory");
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		vm->vcpus[i].fd = -1;
+		vm->vcpus[i].kvm_stats_fd = -1;
+	}
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		rc = vcpu_init(vm, &vm->vcpus[i], i, err);
 		if (rc)
@@ -122,6 +127,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	for (int s = 0; s < BUS_NR_SPACES; s++)
 		vm->unhandled_rl[s] = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
 	pthread_mutex_init(&vm->stop_lock, NULL);
+	pthread_cond_init(&vm->pause_cond, NULL);
+	vm->api.listen_fd = -1;
 	bus_init(&vm->bus);
 	vm->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (vm->stop_efd < 0) {
@@ -154,6 +161,12 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		goto fail;
 	/* freeze the bus: from here on, dispatch is lock-free */
 	bus_freeze(&vm->bus);
+	/* the statistics region: fields declared, layout fixed, memfd sealed */
+	rc = vm_stats_create(vm, err);
+	if (!rc)
+		rc = api_init(&vm->api, cfg->api_socket, err);
+	if (rc)
+		goto fail;
 	if (cfg->verbose)
 		vm_log(vm,
 		       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
@@ -188,18 +201,19 @@ static void feed_stdin(struct vm *vm, struct pollfd *p)
 		p->fd = -1; /* EOF: stop polling stdin */
 }
 
-/* Main thread: wait for a stop request, a signal or the deadline. */
+/* Main thread: wait for a stop request, a signal or the deadline; serve the API. */
 static void vm_wait(struct vm *vm, int sfd)
 {
 	uint64_t deadline = vm->cfg.timeout_ms ? util_now_ns() + vm->cfg.timeout_ms * 1000000ULL : 0;
-	struct pollfd p[3] = {
+	struct pollfd p[3 + 1 + API_MAX_CLIENTS] = {
 		{ .fd = vm->stop_efd, .events = POLLIN },
 		{ .fd = sfd, .events = POLLIN },
 		{ .fd = vm->cfg.stdin_input ? STDIN_FILENO : -1, .events = POLLIN },
 	};
 
 	while (!atomic_load(&vm->stopping)) {
-		int wait_ms = -1;
+		int wait_ms = VM_STATS_VM_PERIOD_MS;
+		int napi = api_pollfds(&vm->api, &p[3], 1 + API_MAX_CLIENTS);
 
 		if (deadline) {
 			uint64_t now = util_now_ns();
@@ -210,9 +224,10 @@ static void vm_wait(struct vm *vm, int sfd)
 						vm->cfg.timeout_ms / 1000);
 				break;
 			}
-			wait_ms = (int)((deadline - now + 999999) / 1000000);
+			if ((deadline - now) / 1000000 < (uint64_t)wait_ms)
+				wait_ms = (int)((deadline - now + 999999) / 1000000);
 		}
-		if (poll(p, 3, wait_ms) < 0 && errno != EINTR)
+		if (poll(p, (nfds_t)(3 + napi), wait_ms) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents & POLLIN) {
 			struct signalfd_siginfo si;
@@ -223,7 +238,45 @@ static void vm_wait(struct vm *vm, int sfd)
 		}
 		if (p[2].revents & (POLLIN | POLLHUP))
 			feed_stdin(vm, &p[2]);
+		api_service(vm, &p[3], napi);
+		vm_stats_update_vm(vm);
 	}
+}
+
+void vm_park_vcpu(struct vcpu *v)
+{
+	struct vm *vm = v->vm;
+
+	pthread_mutex_lock(&vm->stop_lock);
+	vm->nr_parked++;
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (atomic_load(&vm->paused) && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
+	vm->nr_parked--;
+	pthread_mutex_unlock(&vm->stop_lock);
+	/* The kick that parked us set immediate_exit; clear it unless we are stopping. */
+	if (!atomic_load(&vm->stopping))
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+}
+
+void vm_pause(struct vm *vm)
+{
+	if (atomic_exchange(&vm->paused, true))
+		return;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vcpu_kick(&vm->vcpus[i]);
+	pthread_mutex_lock(&vm->stop_lock);
+	while (vm->nr_parked < vm->nr_vcpus && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
+	pthread_mutex_unlock(&vm->stop_lock);
+}
+
+void vm_resume(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->stop_lock);
+	atomic_store(&vm->paused, false);
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->stop_lock);
 }
 
 /* Bytes of guest RAM resident in host memory (for --verbose and the bench). */
@@ -264,16 +317,20 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	vm_stop_vcpus(vm);
 	close(sfd);
 
+	vm_stats_update_vm(vm);
 	if (vm->cfg.verbose)
 		for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-			const struct vcpu_counters *c = &vm->vcpus[i].cnt;
+			const struct vm_stats_fields *f = &vm->sf;
+			struct stats_region *r = vm->stats;
 
 			vm_log(vm,
 			       "vCPU %u: %" PRIu64 " exits (io %" PRIu64 ", mmio %" PRIu64 ", msr %" PRIu64
 			       "/%" PRIu64 ", intr %" PRIu64 ", other %" PRIu64 "), %" PRIu64
 			       " us in KVM_RUN",
-			       i, c->exits, c->io, c->mmio, c->msr_read, c->msr_write, c->intr, c->other,
-			       c->run_ns / 1000);
+			       i, sb_get(r, i, f->exits), sb_get(r, i, f->exit_io),
+			       sb_get(r, i, f->exit_mmio), sb_get(r, i, f->exit_msr_read),
+			       sb_get(r, i, f->exit_msr_write), sb_get(r, i, f->exit_intr),
+			       sb_get(r, i, f->exit_other), sb_get(r, i, f->run_ns) / 1000);
 		}
 	if (vm->cfg.verbose)
 		vm_log(vm, "guest memory resident: %" PRIu64 " KiB", vm_guest_resident(vm) >> 10);
@@ -288,11 +345,16 @@ void vm_destroy(struct vm *vm)
 {
 	if (!vm)
 		return;
-	if (vm->vcpus) {
+	/* Reverse of vm_create: threads, API, stats (uses the vCPUs), vCPUs, devices, ... */
+	if (vm->vcpus)
 		vm_stop_vcpus(vm);
+	api_fini(&vm->api);
+	vm_stats_destroy(vm);
+	if (vm->vcpus) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)
 			vcpu_fini(&vm->vcpus[i]);
 		free(vm->vcpus);
+		vm->vcpus = NULL;
 	}
 	vm_devices_destroy(vm);
 	bus_fini(&vm->bus);
@@ -303,6 +365,7 @@ void vm_destroy(struct vm *vm)
 	kvmsys_close(&vm->kvm);
 	if (vm->stop_efd >= 0)
 		close(vm->stop_efd);
+	pthread_cond_destroy(&vm->pause_cond);
 	pthread_mutex_destroy(&vm->stop_lock);
 	free(vm);
 }

@@ -121,17 +121,17 @@ int vm_devices_create(struct vm *vm, struct errbuf *err)
 	    i8042_create(&vm->i8042, &vm->host))
 		return errbuf_set(err, -ENOMEM, "out of memory creating devices");
 
-	rc = bus_register(&vm->bus, BUS_PIO, SERIAL_BASE, 8, serial_io, vm->serial, "serial (COM1)", err);
+	rc = bus_register(&vm->bus, BUS_PIO, SERIAL_BASE, 8, serial_io, vm->serial, "serial", err);
 	if (!rc)
-		rc = bus_register(&vm->bus, BUS_PIO, PV_TESTDEV_PORT, 4, testdev_io, vm->testdev,
-				  "test device", err);
-	if (!rc)
-		rc = bus_register(&vm->bus, BUS_PIO, PV_DEBUG_EXIT_PORT, 4, debugexit_io, vm, "debug-exit",
+		rc = bus_register(&vm->bus, BUS_PIO, PV_TESTDEV_PORT, 4, testdev_io, vm->testdev, "testdev",
 				  err);
 	if (!rc)
-		rc = bus_register(&vm->bus, BUS_PIO, I8042_DATA, 1, i8042_io, vm->i8042, "i8042 data", err);
+		rc = bus_register(&vm->bus, BUS_PIO, PV_DEBUG_EXIT_PORT, 4, debugexit_io, vm, "debug_exit",
+				  err);
 	if (!rc)
-		rc = bus_register(&vm->bus, BUS_PIO, I8042_CMD, 1, i8042_io, vm->i8042, "i8042 command", err);
+		rc = bus_register(&vm->bus, BUS_PIO, I8042_DATA, 1, i8042_io, vm->i8042, "i8042_data", err);
+	if (!rc)
+		rc = bus_register(&vm->bus, BUS_PIO, I8042_CMD, 1, i8042_io, vm->i8042, "i8042_cmd", err);
 	return rc;
 }
 

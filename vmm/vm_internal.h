@@ -7,17 +7,34 @@
 #define PERFVISOR_VM_INTERNAL_H
 
 #include <linux/kvm.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "devices/devices.h"
+#include "stats/stats.h"
 #include "vmm.h"
 
-/* Per-vCPU exit counters; written only by the vCPU's thread. */
-struct vcpu_counters {
-	uint64_t exits, io, mmio, msr_read, msr_write, hlt, shutdown, intr, other;
-	uint64_t unhandled_io, unhandled_mmio;
-	uint64_t run_ns; /* time inside KVM_RUN */
+#define VM_STATS_MAX_IO_RANGES 16
+#define VM_STATS_MAX_KVM 128
+
+/* Handles of the fields the VMM publishes (docs/stats-abi.md lists them). */
+struct vm_stats_fields {
+	/* per vCPU */
+	struct sb_field exits, exit_io, exit_mmio, exit_msr_read, exit_msr_write, exit_hlt, exit_shutdown,
+		exit_intr, exit_other, unhandled_io, unhandled_mmio, run_ns, user_ns, kvm_refreshes;
+	struct sb_field io_range[VM_STATS_MAX_IO_RANGES]; /* by PIO range id: exits per device */
+	/* VM record */
+	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total;
+};
+
+/* KVM's binary stats of a vCPU (KVM_GET_STATS_FD), mirrored by name. */
+struct vm_kvm_stats {
+	unsigned nr;			  /* mirrored u64 values */
+	uint64_t data_offset;		  /* of the values in the stats fd */
+	size_t data_len;		  /* bytes to pread */
+	uint32_t index[VM_STATS_MAX_KVM]; /* u64 index of mirrored value i in the data */
+	struct sb_field field[VM_STATS_MAX_KVM];
 };
 
 struct vcpu {
@@ -27,7 +44,10 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
-	struct vcpu_counters cnt;
+	struct sb_entry stats;	 /* written only by this vCPU's thread */
+	int kvm_stats_fd;	 /* KVM_GET_STATS_FD, -1 if unsupported */
+	uint64_t *kvm_stats_buf; /* pread target */
+	uint64_t kvm_stats_last_ns;
 };
 
 /* Where console bytes go; shared by the UART and the test device. */
@@ -43,6 +63,22 @@ struct kvm_sys {
 	int vcpu_mmap_size;
 	int max_vcpus;
 	struct kvm_cpuid2 *cpuid; /* KVM_GET_SUPPORTED_CPUID */
+};
+
+#define API_MAX_CLIENTS 8
+
+struct api_client {
+	int fd; /* -1 = free */
+	size_t len;
+	char buf[4096];
+};
+
+/* The control socket (api.c); served by the main thread only. */
+struct api {
+	int listen_fd; /* -1 = no --api-socket */
+	const char *path;
+	struct api_client client[API_MAX_CLIENTS];
+	uint64_t requests, bad_requests;
 };
 
 struct vm {
@@ -61,10 +97,19 @@ struct vm {
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 	uint32_t tsc_khz;
+	struct stats_region *stats;
+	struct vm_stats_fields sf;
+	struct vm_kvm_stats kvm_stats;
+	uint64_t start_ns;
 
 	/* Stop protocol: the first request sets status and wakes the main thread. */
 	atomic_bool stopping;
 	pthread_mutex_t stop_lock;
+	/* Pause protocol (vm_pause/vm_resume): vCPUs park on pause_cond. */
+	atomic_bool paused;
+	pthread_cond_t pause_cond; /* signalled on park, resume and stop; under stop_lock */
+	unsigned nr_parked;
+	struct api api;
 	int stop_status;
 	char stop_why[160];
 	int stop_efd; /* eventfd the main thread polls */
@@ -96,6 +141,30 @@ int vcpu_start(struct vcpu *v, struct errbuf *err);
 void vcpu_kick(struct vcpu *v);
 void vcpu_join(struct vcpu *v);
 int vcpu_signal_setup(struct errbuf *err);
+
+/* vm_stats.c: the statistics region (docs/stats-abi.md) */
+int vm_stats_create(struct vm *vm, struct errbuf *err);
+void vm_stats_destroy(struct vm *vm);
+/* Refresh the vCPU's mirror of KVM's binary stats if `now` is past the period. vCPU thread, inside sb_begin/end. */
+void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force);
+/* Update the VM record (uptime, totals). Main thread. */
+void vm_stats_update_vm(struct vm *vm);
+/* The field counting exits of this KVM exit reason. */
+struct sb_field vm_stats_exit_field(const struct vm *vm, uint32_t exit_reason);
+
+/* api.c: the control socket */
+int api_init(struct api *api, const char *path, struct errbuf *err);
+void api_fini(struct api *api);
+/* Fill pollfds for the socket and its clients; returns how many. */
+int api_pollfds(struct api *api, struct pollfd *p, int max);
+/* Serve whatever those pollfds reported. Main thread. */
+void api_service(struct vm *vm, const struct pollfd *p, int n);
+
+/* vm.c: pause/resume all vCPUs (returns once all are parked / released). Main thread. */
+void vm_pause(struct vm *vm);
+void vm_resume(struct vm *vm);
+/* vCPU thread: park while the VM is paused. */
+void vm_park_vcpu(struct vcpu *v);
 
 /* vm.c: ask the VM to stop (first caller's status wins). Any thread. */
 void vm_request_stop(struct vm *vm, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

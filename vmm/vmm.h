@@ -42,6 +42,7 @@ struct bus_access {
 	bool is_write;
 	uint8_t *data; /* in for writes, out for reads */
 	unsigned vcpu; /* index of the accessing vCPU */
+	int range;     /* out: id of the range that handled it, -1 if none */
 };
 
 /* Returns 0 if handled, -errno otherwise (for MSRs a negative return means #GP). */
@@ -52,6 +53,7 @@ struct bus_range {
 	bus_fn fn;
 	void *opaque;
 	const char *name;
+	unsigned id; /* registration order within its space: 0, 1, ... (stable across freeze) */
 };
 
 struct bus {
@@ -73,7 +75,7 @@ int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t le
 void bus_freeze(struct bus *b);
 /* The range containing addr, or NULL. Any thread once frozen. */
 const struct bus_range *bus_find(const struct bus *b, enum bus_space space, uint64_t addr);
-/* Find and call the handler (a->offset is filled in). -ENOENT if no device. */
+/* Find and call the handler (a->offset and a->range are filled in). -ENOENT if no device. */
 int bus_dispatch(const struct bus *b, enum bus_space space, struct bus_access *a);
 /* Name of a space for messages ("I/O port", "MMIO", "MSR"). */
 const char *bus_space_name(enum bus_space space);
@@ -133,6 +135,7 @@ struct vm_config {
 	const char *console_path; /* CONSOLE_FILE */
 	bool stdin_input;	  /* feed stdin to the UART */
 	uint64_t timeout_ms;	  /* 0 = none */
+	const char *api_socket;	  /* control socket path, NULL = none */
 	bool verbose;
 };
 

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The control socket (--api-socket, docs/api.md): a Unix stream socket
+ * speaking JSON lines. The main thread polls it with everything else, so
+ * requests are served between guest events without another thread.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int fill_addr(struct sockaddr_un *sa, const char *path, struct errbuf *err)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return errbuf_set(err, -ENAMETOOLONG, "--api-socket path is longer than %zu bytes",
+				  sizeof(sa->sun_path) - 1);
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+int api_init(struct api *api, const char *path, struct errbuf *err)
+{
+	struct sockaddr_un sa;
+	mode_t old;
+	int rc, probe;
+
+	memset(api, 0, sizeof(*api));
+	api->listen_fd = -1;
+	for (int i = 0; i < API_MAX_CLIENTS; i++)
+		api->client[i].fd = -1;
+	if (!path)
+		return 0;
+	rc = fill_addr(&sa, path, err);
+	if (rc)
+		return rc;
+	/* A live VM answers on the path: refuse. A dead one left a stale file: replace it. */
+	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+		close(probe);
+		return errbuf_set(err, -EADDRINUSE, "another VM is already serving the API socket %s", path);
+	}
+	if (probe >= 0)
+		close(probe);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return errbuf_set(err, -errno, "cannot remove stale API socket %s: %s", path,
+				  strerror(errno));
+
+	api->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (api->listen_fd < 0)
+		return errbuf_set(err, -errno, "API socket: %s", strerror(errno));
+	old = umask(0077); /* owner-only from the moment the file exists */
+	rc = bind(api->listen_fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (rc < 0 || listen(api->listen_fd, 8) < 0) {
+		rc = errbuf_set(err, -errno, "cannot listen on API socket %s: %s", path, strerror(errno));
+		close(api->listen_fd);
+		api->listen_fd = -1;
+		return rc;
+	}
+	api->path = path;
+	return 0;
+}
+
+void api_fini(struct api *api)
+{
+	for (int i = 0; i < API_MAX_CLIENTS; i++)
+		if (api->client[i].fd >= 0)
+			close(api->client[i].fd);
+	if (api->listen_fd >= 0) {
+		close(api->listen_fd);
+		unlink(api->path);
+	}
+	api->listen_fd = -1;
+}
+
+/* Send one JSON line, with an fd attached if fd >= 0. Frees reply. */
+static void api_send(int cfd, json_t *reply, int fd)
+{
+	char *text = json_dumps(reply, JSON_COMPACT);
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov;
+	struct msghdr msg;
+	size_t len;
+
+	json_decref(reply);
+	if (!text)
+		return;
+	len = strlen(text);
+	text[len] = '\n'; /* json_dumps NUL-terminates; send the newline instead */
+	iov = (struct iovec){ text, len + 1 };
+	memset(&msg, 0, sizeof(msg));
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	/* A client that does not read its replies loses them; the VMM never blocks on it. */
+	(void)!sendmsg(cfd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(text);
+}
+
+static json_t *api_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_t *api_error(const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+static json_t *api_query(struct vm *vm)
+{
+	return json_pack("{s:b, s:I, s:s, s:i, s:I, s:s, s:I}", "ok", 1, "pid", (json_int_t)getpid(),
+			 "kernel", vm->cfg.kernel, "vcpus", (int)vm->nr_vcpus, "memory_bytes",
+			 (json_int_t)vm->mem.size, "state", atomic_load(&vm->paused) ? "paused" : "running",
+			 "uptime_ns", (json_int_t)(util_now_ns() - vm->start_ns));
+}
+
+static void api_handle_line(struct vm *vm, int cfd, const char *line)
+{
+	json_error_t jerr;
+	json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr), *cmdv;
+	const char *cmd;
+
+	vm->api.requests++;
+	if (!req) {
+		vm->api.bad_requests++;
+		api_send(cfd, api_error("invalid JSON: %s", jerr.text), -1);
+		return;
+	}
+	cmdv = json_is_object(req) ? json_object_get(req, "cmd") : NULL;
+	if (!json_is_string(cmdv)) {
+		vm->api.bad_requests++;
+		api_send(cfd, api_error("%s", "a request is a JSON object with a string \"cmd\""), -1);
+		json_decref(req);
+		return;
+	}
+	cmd = json_string_value(cmdv);
+	if (!strcmp(cmd, "query")) {
+		api_send(cfd, api_query(vm), -1);
+	} else if (!strcmp(cmd, "stats-fd")) {
+		int fd = stats_region_open_ro(vm->stats);
+
+		if (fd < 0)
+			api_send(cfd, api_error("cannot open the statistics region: %s", strerror(errno)),
+				 -1);
+		else
+			api_send(cfd,
+				 json_pack("{s:b, s:s}", "ok", 1, "fd", "attached (SCM_RIGHTS), read-only"),
+				 fd);
+		if (fd >= 0)
+			close(fd);
+	} else if (!strcmp(cmd, "pause")) {
+		vm_pause(vm);
+		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "paused"), -1);
+	} else if (!strcmp(cmd, "resume")) {
+		vm_resume(vm);
+		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "running"), -1);
+	} else {
+		vm->api.bad_requests++;
+		api_send(cfd, api_error("unknown command '%.100s' (query, stats-fd, pause, resume)", cmd),
+			 -1);
+	}
+	json_decref(req);
+}
+
+static void api_drop(struct api_client *c)
+{
+	close(c->fd);
+	c->fd = -1;
+	c->len = 0;
+}
+
+static void api_read_client(struct vm *vm, struct api_client *c)
+{
+	ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+	char *nl;
+
+	if (n <= 0) {
+		if (n == 0 || (errno != EAGAIN && errno != EINTR))
+			api_drop(c);
+		return;
+	}
+	c->len += (size_t)n;
+	c->buf[c->len] = '\0';
+	while ((nl = memchr(c->buf, '\n', c->len))) {
+		size_t used = (size_t)(nl - c->buf) + 1;
+
+		*nl = '\0';
+		if (nl > c->buf)
+			api_handle_line(vm, c->fd, c->buf);
+		memmove(c->buf, c->buf + used, c->len - used);
+		c->len -= used;
+	}
+	if (c->len == sizeof(c->buf) - 1) {
+		vm->api.bad_requests++;
+		api_send(c->fd, api_error("request longer than %zu bytes", sizeof(c->buf) - 1), -1);
+		api_drop(c);
+	}
+}
+
+int api_pollfds(struct api *api, struct pollfd *p, int max)
+{
+	int n = 0;
+
+	if (api->listen_fd < 0 || max < 1)
+		return 0;
+	p[n++] = (struct pollfd){ .fd = api->listen_fd, .events = POLLIN };
+	for (int i = 0; i < API_MAX_CLIENTS && n < max; i++)
+		p[n++] = (struct pollfd){ .fd = api->client[i].fd, .events = POLLIN };
+	return n;
+}
+
+void api_service(struct vm *vm, const struct pollfd *p, int n)
+{
+	struct api *api = &vm->api;
+
+	if (n == 0)
+		return;
+	if (p[0].revents & POLLIN) {
+		int cfd = accept4(api->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int slot = -1;
+
+		for (int i = 0; i < API_MAX_CLIENTS && cfd >= 0; i++)
+			if (api->client[i].fd < 0) {
+				slot = i;
+				break;
+			}
+		if (cfd >= 0 && slot < 0) {
+			api_send(cfd, api_error("too many clients (at most %d)", API_MAX_CLIENTS), -1);
+			close(cfd);
+		} else if (cfd >= 0) {
+			api->client[slot].fd = cfd;
+			api->client[slot].len = 0;
+		}
+	}
+	for (int i = 1; i < n; i++)
+		if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			api_read_client(vm, &api->client[i - 1]);
+}

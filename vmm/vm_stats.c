@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the VMM publishes in the statistics region: exits by reason and by
+ * device, time in and out of KVM_RUN, KVM's own binary stats mirrored by
+ * name, and the VM record. Fields are declared through the scoreboard
+ * before the vCPUs start; each vCPU thread writes only its own entry.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+/* How often a vCPU refreshes its mirror of KVM's binary stats (one pread). */
+#define KVM_STATS_PERIOD_NS 100000000ULL
+
+#define CUM PV_STATS_CUMULATIVE
+#define NONE PV_STATS_UNIT_NONE
+#define NS PV_STATS_UNIT_SECONDS, -9
+
+struct field_spec {
+	const char *name;
+	size_t handle; /* offsetof(struct vm_stats_fields, ...) */
+	enum pv_stats_kind kind;
+	enum pv_stats_unit unit;
+	int scale;
+};
+
+#define F(n, member, kind, ...)                                                \
+	{                                                                      \
+		n, offsetof(struct vm_stats_fields, member), kind, __VA_ARGS__ \
+	}
+
+static const struct field_spec vcpu_fields[] = {
+	F("exits", exits, CUM, NONE, 0),
+	F("exit.io", exit_io, CUM, NONE, 0),
+	F("exit.mmio", exit_mmio, CUM, NONE, 0),
+	F("exit.msr_read", exit_msr_read, CUM, NONE, 0),
+	F("exit.msr_write", exit_msr_write, CUM, NONE, 0),
+	F("exit.hlt", exit_hlt, CUM, NONE, 0),
+	F("exit.shutdown", exit_shutdown, CUM, NONE, 0),
+	F("exit.intr", exit_intr, CUM, NONE, 0),
+	F("exit.other", exit_other, CUM, NONE, 0),
+	F("unhandled.io", unhandled_io, CUM, NONE, 0),
+	F("unhandled.mmio", unhandled_mmio, CUM, NONE, 0),
+	F("time.kvm_run_ns", run_ns, CUM, NS),
+	F("time.user_ns", user_ns, CUM, NS),
+	F("kvm.refreshes", kvm_refreshes, CUM, NONE, 0),
+};
+
+static const struct field_spec vm_fields[] = {
+	F("uptime_ns", uptime_ns, PV_STATS_INSTANT, NS),
+	F("vcpus_online", vcpus_online, PV_STATS_INSTANT, NONE, 0),
+	F("memory_bytes", memory_bytes, PV_STATS_INSTANT, PV_STATS_UNIT_BYTES, 0),
+	F("exits_total", exits_total, CUM, NONE, 0),
+	F("time.kvm_run_ns_total", run_ns_total, CUM, NS),
+};
+
+static int declare_table(struct vm *vm, enum pv_stats_record rec, const struct field_spec *t, size_t n,
+			 struct errbuf *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sb_field *h = (struct sb_field *)((char *)&vm->sf + t[i].handle);
+		int rc = sb_declare(vm->stats, rec, t[i].name, t[i].kind, t[i].unit, t[i].scale, h, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* "io.<device>" per PIO range: how many port exits each device took. */
+static int declare_io_ranges(struct vm *vm, struct errbuf *err)
+{
+	const struct bus *b = &vm->bus;
+
+	if (b->nr[BUS_PIO] > VM_STATS_MAX_IO_RANGES)
+		return errbuf_set(err, -ENOSPC, "stats: too many I/O ranges");
+	for (size_t i = 0; i < b->nr[BUS_PIO]; i++) {
+		const struct bus_range *r = &b->ranges[BUS_PIO][i];
+		char name[PV_STATS_NAME_MAX];
+		int rc;
+
+		snprintf(name, sizeof(name), "io.%s", r->name);
+		rc = sb_declare(vm->stats, PV_STATS_RECORD_VCPU, name, CUM, NONE, 0, &vm->sf.io_range[r->id],
+				err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static enum pv_stats_kind kvm_kind(uint32_t flags)
+{
+	switch (flags & KVM_STATS_TYPE_MASK) {
+	case KVM_STATS_TYPE_CUMULATIVE:
+		return PV_STATS_CUMULATIVE;
+	case KVM_STATS_TYPE_PEAK:
+		return PV_STATS_PEAK;
+	default:
+		return PV_STATS_INSTANT;
+	}
+}
+
+static enum pv_stats_unit kvm_unit(uint32_t flags)
+{
+	switch (flags & KVM_STATS_UNIT_MASK) {
+	case KVM_STATS_UNIT_BYTES:
+		return PV_STATS_UNIT_BYTES;
+	case KVM_STATS_UNIT_SECONDS:
+		return PV_STATS_UNIT_SECONDS;
+	case KVM_STATS_UNIT_CYCLES:
+		return PV_STATS_UNIT_CYCLES;
+	default:
+		return PV_STATS_UNIT_NONE;
+	}
+}
+
+/*
+ * Mirror the scalar (size 1, base-10) values of KVM's per-vCPU binary stats
+ * as "kvm.<name>". The descriptors are read once from vCPU 0; every vCPU has
+ * the same layout.
+ */
+static int declare_kvm_stats(struct vm *vm, struct errbuf *err)
+{
+	struct vm_kvm_stats *ks = &vm->kvm_stats;
+	struct kvm_stats_header h;
+	int fd = vm->vcpus[0].kvm_stats_fd;
+	size_t dsz;
+	char *descs;
+	int rc = 0;
+
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &h, sizeof(h), 0) != sizeof(h))
+		return errbuf_set(err, -EIO, "KVM stats: cannot read the header");
+	dsz = sizeof(struct kvm_stats_desc) + h.name_size;
+	descs = calloc(h.num_desc, dsz);
+	if (!descs)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	if (pread(fd, descs, h.num_desc * dsz, h.desc_offset) != (ssize_t)(h.num_desc * dsz)) {
+		rc = errbuf_set(err, -EIO, "KVM stats: cannot read the descriptors");
+		goto out;
+	}
+	ks->data_offset = h.data_offset;
+	for (uint32_t i = 0; i < h.num_desc && ks->nr < VM_STATS_MAX_KVM; i++) {
+		const struct kvm_stats_desc *d = (const void *)(descs + i * dsz);
+		char name[PV_STATS_NAME_MAX];
+		size_t end = d->offset + (size_t)d->size * sizeof(uint64_t);
+
+		if (end > ks->data_len)
+			ks->data_len = end;
+		if (d->size != 1 || (d->flags & KVM_STATS_BASE_MASK) != KVM_STATS_BASE_POW10 ||
+		    snprintf(name, sizeof(name), "kvm.%.*s", (int)h.name_size, d->name) >= (int)sizeof(name))
+			continue;
+		rc = sb_declare(vm->stats, PV_STATS_RECORD_VCPU, name, kvm_kind(d->flags), kvm_unit(d->flags),
+				d->exponent, &ks->field[ks->nr], err);
+		if (rc == -EINVAL || rc == -EEXIST) {
+			rc = 0; /* a name our charset cannot carry: not mirrored */
+			continue;
+		}
+		if (rc)
+			goto out;
+		ks->index[ks->nr++] = d->offset / sizeof(uint64_t);
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus && ks->data_len; i++) {
+		vm->vcpus[i].kvm_stats_buf = calloc(1, ks->data_len);
+		if (!vm->vcpus[i].kvm_stats_buf) {
+			rc = errbuf_set(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+	}
+out:
+	free(descs);
+	return rc;
+}
+
+int vm_stats_create(struct vm *vm, struct errbuf *err)
+{
+	int rc;
+
+	vm->start_ns = util_now_ns();
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vm->vcpus[i].kvm_stats_fd = ioctl(vm->vcpus[i].fd, KVM_GET_STATS_FD, NULL);
+	rc = stats_region_create(&vm->stats, vm->nr_vcpus, err);
+	if (!rc)
+		rc = declare_table(vm, PV_STATS_RECORD_VCPU, vcpu_fields,
+				   sizeof(vcpu_fields) / sizeof(vcpu_fields[0]), err);
+	if (!rc)
+		rc = declare_io_ranges(vm, err);
+	if (!rc)
+		rc = declare_kvm_stats(vm, err);
+	if (!rc)
+		rc = declare_table(vm, PV_STATS_RECORD_VM, vm_fields,
+				   sizeof(vm_fields) / sizeof(vm_fields[0]), err);
+	if (!rc)
+		rc = stats_region_freeze(vm->stats, err);
+	if (rc)
+		return rc;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		vm->vcpus[i].stats = stats_vcpu_entry(vm->stats, i);
+	vm_stats_update_vm(vm);
+	return 0;
+}
+
+void vm_stats_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus && vm->vcpus; i++) {
+		if (vm->vcpus[i].kvm_stats_fd >= 0)
+			close(vm->vcpus[i].kvm_stats_fd);
+		vm->vcpus[i].kvm_stats_fd = -1;
+		free(vm->vcpus[i].kvm_stats_buf);
+		vm->vcpus[i].kvm_stats_buf = NULL;
+	}
+	stats_region_destroy(vm->stats);
+	vm->stats = NULL;
+}
+
+void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force)
+{
+	const struct vm_kvm_stats *ks = &v->vm->kvm_stats;
+
+	if (!v->kvm_stats_buf || (!force && now - v->kvm_stats_last_ns < KVM_STATS_PERIOD_NS))
+		return;
+	v->kvm_stats_last_ns = now;
+	if (pread(v->kvm_stats_fd, v->kvm_stats_buf, ks->data_len, (off_t)ks->data_offset) !=
+	    (ssize_t)ks->data_len)
+		return;
+	for (unsigned i = 0; i < ks->nr; i++)
+		sb_set(v->stats, ks->field[i], v->kvm_stats_buf[ks->index[i]]);
+	sb_add(v->stats, v->vm->sf.kvm_refreshes, 1);
+}
+
+void vm_stats_update_vm(struct vm *vm)
+{
+	struct sb_entry e = stats_vm_entry(vm->stats);
+
+	sb_begin(e);
+	sb_set(e, vm->sf.uptime_ns, util_now_ns() - vm->start_ns);
+	sb_set(e, vm->sf.vcpus_online, stats_region_online(vm->stats));
+	sb_set(e, vm->sf.memory_bytes, vm->mem.size);
+	sb_set(e, vm->sf.exits_total, sb_sum(vm->stats, vm->sf.exits));
+	sb_set(e, vm->sf.run_ns_total, sb_sum(vm->stats, vm->sf.run_ns));
+	sb_end(e);
+}
+
+struct sb_field vm_stats_exit_field(const struct vm *vm, uint32_t exit_reason)
+{
+	switch (exit_reason) {
+	case KVM_EXIT_IO:
+		return vm->sf.exit_io;
+	case KVM_EXIT_MMIO:
+		return vm->sf.exit_mmio;
+	case KVM_EXIT_X86_RDMSR:
+		return vm->sf.exit_msr_read;
+	case KVM_EXIT_X86_WRMSR:
+		return vm->sf.exit_msr_write;
+	case KVM_EXIT_HLT:
+		return vm->sf.exit_hlt;
+	case KVM_EXIT_SHUTDOWN:
+		return vm->sf.exit_shutdown;
+	case KVM_EXIT_INTR:
+		return vm->sf.exit_intr;
+	default:
+		return vm->sf.exit_other;
+	}
+}
