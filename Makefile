@@ -9,10 +9,11 @@ Q ?= @
 
 # Components: each is a static library with one public header. COMP_DEPS
 # names the libraries a component may use; its unit tests link only those.
-COMPONENTS := util devices vmm
+COMPONENTS := util devices stats vmm
 DEPS_util :=
 DEPS_devices := util
-DEPS_vmm := devices util
+DEPS_stats := util
+DEPS_vmm := devices stats util
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
@@ -50,7 +51,7 @@ $(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcar
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices util,-l$(c)) $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats util,-l$(c)) -ljansson $$(LDLIBS)
 
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.
@@ -72,13 +73,17 @@ asan: $(BUILD)/asan/perfvisor $(patsubst %,$(BUILD)/asan/tests/%,$(UNIT_NAMES))
 -include guest-images/guests.mk
 
 # ---------------------------------------------------------------- bench
-# `make bench` helpers (bench/run.sh uses them): the stopwatch and the
-# minimal guest, as a perfvisor ELF and as a QEMU microvm -bios image.
+# `make bench` helpers (bench/run.sh uses them): the stopwatch, the
+# minimal guest, as a perfvisor ELF and as a QEMU microvm -bios image, and
+# the statistics benchmark.
 BENCH_OUT := $(BUILD)/bench
-BENCH_BINS := $(BENCH_OUT)/spawn $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minbios.bin
+BENCH_BINS := $(BENCH_OUT)/spawn $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minbios.bin $(BENCH_OUT)/stats_bench
 $(BENCH_OUT)/spawn: bench/spawn.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
+$(BENCH_OUT)/stats_bench: bench/stats_bench.c $(BUILD)/libstats.a $(BUILD)/libutil.a | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS_BASE) -o $@ $< -L$(BUILD) -lstats -lutil $(LDLIBS)
 $(BENCH_OUT)/min64.elf: bench/min64.S bench/minguest.h
 	$(Q)mkdir -p $(dir $@) && echo "  AS      $@"
 	$(Q)$(CC) -I. -c $< -o $(BENCH_OUT)/min64.o
@@ -94,7 +99,19 @@ bench: $(BENCH_BINS)
 unit: host asan
 	$(Q)bash tests/run-unit.sh $(BUILD) $(UNIT_NAMES)
 
-integration: host asan guests
+# Test helpers the integration tests run inside the (busybox) test host.
+$(BUILD)/tests/jsoncheck: tests/integration/jsoncheck.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -ljansson
+
+# The invariant checker compiled against each frozen stats ABI (tests/abi/vN).
+STATS_ABI_VERSIONS := v1
+$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c $(BUILD)/libutil.a
+	$(Q)echo "  LD      $@ (frozen stats ABI $*)"
+	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c \
+		-L$(BUILD) -lutil $(LDLIBS)
+
+integration: host asan guests $(BUILD)/tests/jsoncheck $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 	$(Q)bash tests/integration/run.sh
 
 check: unit integration format-check

@@ -146,6 +146,9 @@ static int ports(void)
 
 	for (uint64_t i = 0; i < count; i++)
 		outb(POST_PORT, (uint8_t)i);
+	/* hold=1: stay alive (halted) so a test can read the VM's statistics. */
+	if (cmdline_get_u64("hold", 0))
+		hang();
 	return 0;
 }
 
@@ -211,7 +214,7 @@ int main(const struct pv_bootinfo *bi)
 	if (!strcmp(mode, "serial-echo"))
 		return serial_echo();
 	printf("behave: unknown mode \"%s\"; modes: debugexit code=N, reset, triplefault, hang, "
-	       "spin, badports, baducall, assert, fault [where=ring3|ap], ports count=K, done status=N, echo, "
+	       "spin, badports, baducall, assert, fault [where=ring3|ap], ports count=K [hold=1], done status=N, echo, "
 	       "noap, serial-echo [wait_ms=N]\n",
 	       mode);
 	report(false, "mode=%s", mode);

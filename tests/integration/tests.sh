@@ -115,6 +115,115 @@ printf 'typed-into-stdin\n' | timeout -s KILL 120 "$PV" run --kernel "$G/behave.
 st=$?
 expect_status 0; expect_out 'serial-echo: \[typed-into-stdin\]'; done_test
 
+# ---- control socket (docs/api.md) ------------------------------------------
+SOCK=$T/api.sock
+cur=api; ok=1
+timeout -s KILL 120 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 2 --api-socket "$SOCK" \
+	--timeout 100 >"$T/api-vm.out" 2>"$T/api-vm.err" </dev/null &
+vmpid=$!
+i=0; while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+case "$(stat -c %a "$SOCK" 2>/dev/null)" in ?00) ;; *) bad "socket mode $(stat -c %a "$SOCK" 2>/dev/null) is not owner-only" ;; esac
+timeout 30 "$PV" api "$SOCK" '{"cmd":"query"}' '{"cmd":"stats-fd"}' '{"cmd":"pause"}' '{"cmd":"query"}' \
+	'{"cmd":"resume"}' '{"cmd":"query"}' >"$T/api.out" 2>"$T/api.err"
+st=$?
+expect_status 0
+expect_out '"vcpus":2'; expect_out '"memory_bytes":67108864'; expect_out 'received a file descriptor'
+[ "$(grep -c '"state":"paused"' "$T/api.out")" -eq 2 ] || bad "pause not reported twice (reply + query)"
+[ "$(grep -c '"state":"running"' "$T/api.out")" -eq 3 ] || bad "running not reported three times"
+done_test
+
+run api-bad-requests 30 "$PV" api "$SOCK" '{bad' '[]' '{"cmd":42}' '{"cmd":"nope"}' "$(head -c 5000 /dev/zero | tr '\0' x)"
+expect_status 1; expect_out 'invalid JSON'; expect_out 'a JSON object with a string'
+expect_out "unknown command 'nope'"; expect_out 'longer than 4095 bytes'; done_test
+run api-still-alive 30 "$PV" api "$SOCK" '{"cmd":"query"}'
+expect_status 0; expect_out '"state":"running"'; done_test
+
+run api-second-vm 30 "$PV" run --kernel "$G/hello.elf" --api-socket "$SOCK" --timeout 20
+expect_status 125; expect_err 'another VM is already serving the API socket'; done_test
+
+kill -TERM $vmpid; wait $vmpid
+cur=api-cleanup; ok=1; st=0
+[ ! -e "$SOCK" ] || bad "socket file left behind"
+! grep -q -e 'AddressSanitizer' -e 'runtime error' "$T/api-vm.err" || bad "sanitizer report"
+done_test
+run api-no-vm 10 "$PV" api "$SOCK" '{"cmd":"query"}'
+expect_status 2; expect_err 'cannot connect'; done_test
+run api-usage 10 "$PV" api "$SOCK"
+expect_status 2; expect_err 'needs a socket path and at least one request'; done_test
+
+# ---- statistics region (docs/stats-abi.md) ------------------------------------
+JC=$B/tests/jsoncheck
+# io_exits PID: vCPU 0's published exit.io
+io_exits() { "$PV" stat "$1" --json --fields exit.io 2>/dev/null | "$JC" vcpus/0/exit.io 2>/dev/null; }
+# A guest doing exactly K port writes moves vCPU 0's exit.io by exactly K.
+base=""
+for k in 0 37; do
+	cur=stats-exact-io-$k; ok=1
+	timeout -s KILL 120 "$PV" run --kernel "$G/behave.elf" --cmdline "mode=ports count=$k hold=1" --cpus 2 \
+		--timeout 100 >"$T/$cur.out" 2>"$T/$cur.err" </dev/null &
+	vmpid=$!
+	prev=x; v=y; i=0
+	# Settled: the same value twice, 0.5 s apart (the guest halts after its writes).
+	while [ "$v" != "$prev" ] && [ $i -lt 60 ]; do prev=$v; sleep 0.5; v=$(io_exits $vmpid); i=$((i + 1)); done
+	case "$v" in ''|*[!0-9]*) bad "no exit.io value read ($v)"; v=0 ;; esac
+	if [ $k -eq 0 ]; then base=$v; else
+		[ "$v" -eq $((base + k)) ] || bad "exit.io is $v, expected $base + $k"
+	fi
+	st=0; [ $k -eq 0 ] && echo "  (baseline exit.io of the guest without writes: $v)"
+	if [ $k -ne 0 ]; then
+		"$PV" stat $vmpid --json >"$T/stat.json" 2>"$T/stat.err" || bad "stat --json failed"
+		"$JC" <"$T/stat.json" "pid=$vmpid" vcpus/0/index=0 vcpus/1/index=1 vcpus/0/state=online \
+			vm/memory_bytes=67108864 vm/vcpus_online=2 "vcpus/0/unhandled.io=$k" "fields/0/name=*" \
+			2>>"$T/$cur.err" || bad "stat --json output does not parse or check (see jsoncheck lines)"
+		"$PV" stat $vmpid --prometheus >"$T/stat.prom" 2>>"$T/$cur.err" || bad "stat --prometheus failed"
+		# Text exposition format: HELP and TYPE before each metric's samples, samples with labels.
+		awk -v pid=$vmpid '
+			/^# HELP perfvisor_[a-z0-9_]+ / { help[$3] = 1; next }
+			/^# TYPE perfvisor_[a-z0-9_]+ (counter|gauge)$/ { type[$3] = 1; next }
+			/^perfvisor_[a-z0-9_]+\{vm="[0-9]+"(,vcpu="[0-9]+")?\} [0-9]+$/ {
+				name = $1; sub(/\{.*/, "", name)
+				if (!help[name] || !type[name]) { print "no HELP/TYPE before " name; bad = 1 }
+				if ($0 !~ "vm=\"" pid "\"") { print "wrong vm label: " $0; bad = 1 }
+				n++; next }
+			/^$/ { next }
+			{ print "bad line: " $0; bad = 1 }
+			END { if (n == 0) { print "no samples"; bad = 1 } exit bad }' "$T/stat.prom" >>"$T/$cur.err" ||
+			bad "stat --prometheus output is not the text exposition format (see stderr)"
+		grep -q "^perfvisor_exit_io{vm=\"$vmpid\",vcpu=\"0\"} $v\$" "$T/stat.prom" || bad "prometheus exit_io sample missing"
+	fi
+	kill -TERM $vmpid; wait $vmpid
+	done_test
+done
+
+# stats-check on a live 4-vCPU VM: every invariant of docs/stats-abi.md.
+timeout -s KILL 120 "$PV" run --kernel "$G/behave.elf" --cpus 4 --cmdline "mode=hang" --api-socket "$SOCK" \
+	--timeout 100 >"$T/check-vm.out" 2>"$T/check-vm.err" </dev/null &
+vmpid=$!
+i=0; while [ ! -S "$SOCK" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+run stats-check-pid 60 "$PV" stats-check $vmpid
+expect_status 0; expect_out 'invariants hold'; done_test
+run stats-check-socket 60 "$PV" stats-check "$SOCK"
+expect_status 0; expect_out 'invariants hold'; done_test
+if [ -x "$B/stats-check-v1" ]; then
+	# A reader built against the frozen v1 header reads the current producer.
+	run stats-check-v1 60 "$B/stats-check-v1" $vmpid
+	expect_status 0; expect_out 'invariants hold'; done_test
+fi
+run stat-once 60 "$PV" stat "$SOCK" --once --fields 'exit*'
+expect_status 0; expect_out '^TOTAL'; done_test
+kill -TERM $vmpid; wait $vmpid
+
+run stat-no-target 10 "$PV" stat
+expect_status 2; done_test
+run stat-bad-flag 10 "$PV" stat 1 --frobnicate
+expect_status 2; expect_err 'frobnicate'; done_test
+run stat-no-process 10 "$PV" stat 999999 --once
+expect_status 1; expect_err '999999'; done_test
+run stat-not-a-vm 10 "$PV" stat $$ --once
+expect_status 1; expect_err 'no perfvisor statistics region'; done_test
+run stats-check-no-target 10 "$PV" stats-check
+expect_status 2; done_test
+
 # ---- bad input: one clear line, non-zero status, no crash -------------------
 run cli-unknown 10 "$PV" run --kernel "$G/hello.elf" --frobnicate
 expect_status 2; expect_err "unknown option '--frobnicate'"; done_test
