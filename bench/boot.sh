@@ -4,7 +4,8 @@
 # Times exec-to-exit of the same minimal guest under QEMU microvm (the
 # baseline) and perfvisor, and of perfvisor's hello guest, interleaved, then
 # measures perfvisor's RSS beyond the guest memory it touched. Prints a table
-# of ratios against the baseline. Env: BUILD (build), BENCH_RUNS (20),
+# of ratios against the baseline. Then the statistics benchmark
+# (bench/stats_bench.c) prints its own table. Env: BUILD (build), BENCH_RUNS (20),
 # BENCH_HOST (what KVM this is, for the table's header). Run by bench/run.sh.
 set -eu
 
@@ -18,7 +19,7 @@ msg='perfvisor bench: min guest up' # bench/minguest.h MIN_MESSAGE
 min_status=33                       # (MIN_EXIT_VALUE << 1) | 1
 mem=64M
 
-for f in "$spawn" "$pv" "$build/bench/min64.elf" "$build/bench/minbios.bin"; do
+for f in "$spawn" "$pv" "$build/bench/min64.elf" "$build/bench/minbios.bin" "$build/bench/stats_bench"; do
 	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
 done
 command -v qemu-system-x86_64 >/dev/null ||
@@ -75,3 +76,8 @@ END {
 		printf "VMM overhead RSS (peak RSS - guest resident), %s: %d KiB (%d - %d; target <= 3072 KiB: %s)\n", rlab[i], o, rpeak[i], rres[i], o <= 3072 ? "met" : "MISSED"
 	}
 }' "$tmp/time.tsv" "$tmp/rss.tsv"
+
+# The statistics benchmark: reader snapshots and per-exit writer cost.
+echo
+echo "bench: statistics benchmark ..."
+"$build/bench/stats_bench" -H "$host"

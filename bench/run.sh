@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `make bench`: the boot benchmark (bench/boot.sh) on KVM. Where this machine
+# `make bench`: the boot benchmark, then the statistics benchmark
+# (bench/boot.sh runs both) on KVM. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_TESTHOST=1 to use the test VM even with /dev/kvm, BUILD.
@@ -14,7 +15,7 @@ runs=${BENCH_RUNS:-20}
 case "$runs" in '' | *[!0-9]*) echo "bench: BENCH_RUNS must be a number" >&2; exit 2 ;; esac
 [ "$runs" -ge 20 ] || echo "bench: note: BENCH_RUNS=$runs is below the 20 runs the numbers are meant for" >&2
 
-for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin; do
+for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin bench/stats_bench; do
 	[ -e "$build/$f" ] || { echo "bench: $build/$f is missing; run 'make bench'" >&2; exit 1; }
 done
 [ -e "$build/guests/hello.elf" ] || echo "bench: hello guest not built ($build/guests/hello.elf; make guests): it is left out" >&2

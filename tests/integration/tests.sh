@@ -211,6 +211,12 @@ if [ -x "$B/stats-check-v1" ]; then
 fi
 run stat-once 60 "$PV" stat "$SOCK" --once --fields 'exit*'
 expect_status 0; expect_out '^TOTAL'; done_test
+# The live table: three refreshes, each with a TOTAL row and per-second rates.
+run stat-live 60 "$PV" stat $vmpid --interval 0.5 --count 3 --fields 'exits,time.*'
+expect_status 0
+[ "$(grep -c '^TOTAL' "$T/stat-live.out")" -eq 3 ] || bad "expected 3 refreshes"
+grep -q '/s' "$T/stat-live.out" || bad "no rate column"
+done_test
 kill -TERM $vmpid; wait $vmpid
 
 run stat-no-target 10 "$PV" stat
