@@ -364,50 +364,23 @@ int stats_view_open_pid(struct stats_view **out, pid_t pid, struct errbuf *err)
  */
 int stats_socket_fd(const char *path, struct errbuf *err)
 {
-	static const char req[] = "{\"cmd\":\"stats-fd\"}\n";
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char line[256], cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = line, .iov_len = sizeof(line) - 1 };
-	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)
-	};
-	struct cmsghdr *c;
-	ssize_t n;
-	int s, fd = -1, e;
-	size_t i;
+	char line[256];
+	int s, fd, rc;
+	size_t n;
 
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return errbuf_set(err, -ENAMETOOLONG, "socket path %s is too long", path);
-	strcpy(sa.sun_path, path);
-	s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	s = util_api_connect(path, err);
 	if (s < 0)
-		return errbuf_set(err, -errno, "socket: %s", strerror(errno));
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		e = errno;
-		close(s);
-		return errbuf_set(err, -e, "cannot connect to %s: %s", path, strerror(e));
-	}
-	n = send(s, req, sizeof(req) - 1, MSG_NOSIGNAL);
-	if (n != (ssize_t)sizeof(req) - 1) {
-		e = n < 0 ? errno : EIO;
-		close(s);
-		return errbuf_set(err, -e, "sending the stats-fd request to %s: %s", path, strerror(e));
-	}
-	n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
-	e = errno;
+		return s;
+	rc = util_api_request(s, "{\"cmd\":\"stats-fd\"}", line, sizeof(line), &fd, 10000, err);
 	close(s);
-	if (n < 0)
-		return errbuf_set(err, -e, "reading the reply from %s: %s", path, strerror(e));
-	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int)))
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (rc)
+		return rc;
 	if (fd >= 0)
 		return fd;
-	line[n] = 0;
-	for (i = 0; i < (size_t)n; i++) /* keep the message printable */
-		if (line[i] == '\n' || (unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e)
-			line[i] = i + 1 == (size_t)n ? 0 : ' ';
+	n = strlen(line);
+	for (size_t i = 0; i < n; i++) /* keep the message printable */
+		if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e)
+			line[i] = i + 1 == n ? 0 : ' ';
 	return errbuf_set(err, -EPROTO, "%s sent no stats fd%s%s", path, n ? ": " : "", line);
 }
 

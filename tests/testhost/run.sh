@@ -89,9 +89,13 @@ boot_s=${TESTHOST_BOOT_TIMEOUT:-180}
 tsc_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
 timing="no_timer_check lpj=4000000 tsc=reliable${tsc_khz:+ tsc_early_khz=$tsc_khz}"
 
+idle_s=${TESTHOST_IDLE_TIMEOUT:-300}
+
 # One boot of the test VM; its console streams to stdout. Returns 99 if the
-# VM printed nothing within boot_s seconds (a stuck early boot under a
-# loaded TCG has been seen once), so the caller can retry.
+# VM printed nothing within boot_s seconds, 98 if its console then stayed
+# silent for idle_s seconds (a nested-KVM-under-TCG VM has been seen to wedge
+# now and then, and a hung VM must not hold CI for the whole timeout); the
+# caller retries the command once in a fresh VM and says so.
 boot_once() {
 	: >"$log"
 	timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
@@ -101,16 +105,27 @@ boot_once() {
 		-append "console=ttyS0 ${TESTHOST_DEBUG:-quiet loglevel=3} panic=-1 $timing" </dev/null >"$log" 2>&1 &
 	local qpid=$!
 	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e 'reboot: Power down' &
-	local tpid=$! i
-	for ((i = 0; i < boot_s; i++)); do
-		grep -q -a '^testhost: ' "$log" && break
-		kill -0 $qpid 2>/dev/null || break
+	local tpid=$! t=0 idle=0 size last=-1 booted=0 verdict=0
+	while kill -0 $qpid 2>/dev/null; do
 		sleep 1
+		t=$((t + 1))
+		if [ $booted -eq 0 ]; then
+			grep -q -a '^testhost: ' "$log" && booted=1
+			[ $booted -eq 0 ] && [ $t -ge "$boot_s" ] && { verdict=99; break; }
+		fi
+		size=$(stat -c %s "$log")
+		if [ "$size" != "$last" ]; then
+			last=$size
+			idle=0
+		else
+			idle=$((idle + 1))
+		fi
+		[ $booted -eq 1 ] && [ $idle -ge "$idle_s" ] && { verdict=98; break; }
 	done
-	if ! grep -q -a '^testhost: ' "$log"; then
+	if [ $verdict -ne 0 ]; then
 		kill $qpid 2>/dev/null
 		wait $qpid $tpid 2>/dev/null
-		return 99
+		return $verdict
 	fi
 	wait $qpid
 	local rc=$?
@@ -122,8 +137,12 @@ set +e
 for attempt in 1 2; do
 	boot_once
 	qrc=$?
-	[ $qrc -eq 99 ] || break
-	echo "testhost: the test VM did not boot within ${boot_s}s (attempt $attempt)" >&2
+	case $qrc in
+	99) echo "testhost: the test VM did not boot within ${boot_s}s (attempt $attempt)" >&2 ;;
+	98) echo "testhost: the test VM printed nothing for ${idle_s}s and was stopped (attempt $attempt)" >&2 ;;
+	*) break ;;
+	esac
+	[ $attempt -eq 1 ] && echo "testhost: running the command again in a fresh test VM" >&2
 done
 set -e
 status=$(grep -a -o '@@TESTHOST_EXIT=[0-9]*' "$log" | tail -n 1 | cut -d= -f2)
