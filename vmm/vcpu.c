@@ -222,8 +222,8 @@ static void account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, uint64_t t
 		sb_add(v->stats, sf->exits, 1);
 		sb_add(v->stats, vm_stats_exit_field(v->vm, v->run->exit_reason), 1);
 	}
-	vm_stats_kvm_refresh(v, t1, false);
 	sb_end(v->stats);
+	vm_stats_kvm_refresh(v, t1, false);
 }
 
 static void *vcpu_thread(void *arg)
@@ -256,9 +256,7 @@ static void *vcpu_thread(void *arg)
 			break;
 	}
 	/* Final values, then STOPPED: readers know they will not change. */
-	sb_begin(v->stats);
 	vm_stats_kvm_refresh(v, util_now_ns(), true);
-	sb_end(v->stats);
 	sb_set_state(v->stats, PV_STATS_STOPPED);
 	return NULL;
 }

@@ -145,7 +145,8 @@ int vcpu_signal_setup(struct errbuf *err);
 /* vm_stats.c: the statistics region (docs/stats-abi.md) */
 int vm_stats_create(struct vm *vm, struct errbuf *err);
 void vm_stats_destroy(struct vm *vm);
-/* Refresh the vCPU's mirror of KVM's binary stats if `now` is past the period. vCPU thread, inside sb_begin/end. */
+/* Refresh the vCPU's mirror of KVM's binary stats if `now` is past the period (or force).
+ * vCPU thread, outside sb_begin/sb_end: the pread runs before its own update of the entry. */
 void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force);
 /* Update the VM record (uptime, totals). Main thread. */
 void vm_stats_update_vm(struct vm *vm);

@@ -227,12 +227,15 @@ void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force)
 	if (!v->kvm_stats_buf || (!force && now - v->kvm_stats_last_ns < KVM_STATS_PERIOD_NS))
 		return;
 	v->kvm_stats_last_ns = now;
+	/* The system call stays outside the seqlock, so readers never wait on it. */
 	if (pread(v->kvm_stats_fd, v->kvm_stats_buf, ks->data_len, (off_t)ks->data_offset) !=
 	    (ssize_t)ks->data_len)
 		return;
+	sb_begin(v->stats);
 	for (unsigned i = 0; i < ks->nr; i++)
 		sb_set(v->stats, ks->field[i], v->kvm_stats_buf[ks->index[i]]);
 	sb_add(v->stats, v->vm->sf.kvm_refreshes, 1);
+	sb_end(v->stats);
 }
 
 void vm_stats_update_vm(struct vm *vm)
