@@ -32,6 +32,11 @@ struct stats_view {
 	struct pv_stats_header hdr; /* copy; online/generation refreshed */
 	unsigned ndesc;
 	struct pv_stats_desc *desc; /* the descriptors this reader understands */
+	/* Per record kind, its fields as (descriptor index, offset): the read loop touches only these. */
+	struct view_field {
+		uint32_t index, offset;
+	} * fields[2];
+	unsigned nfields[2];
 };
 
 static int check_array(const char *what, const struct pv_stats_array *a, uint64_t header_size, uint64_t limit,
@@ -174,6 +179,17 @@ static int validate(struct stats_view *v, struct errbuf *err)
 			return rc;
 		v->ndesc += (unsigned)rc;
 	}
+	for (unsigned k = 0; k < 2; k++) {
+		v->fields[k] = calloc(v->ndesc ? v->ndesc : 1, sizeof(*v->fields[k]));
+		if (!v->fields[k])
+			return errbuf_set(err, -ENOMEM, "out of memory for %u descriptors", v->ndesc);
+	}
+	for (i = 0; i < v->ndesc; i++) {
+		unsigned k = v->desc[i].record;
+
+		if (k < 2)
+			v->fields[k][v->nfields[k]++] = (struct view_field){ i, v->desc[i].offset };
+	}
 	return 0;
 }
 
@@ -218,6 +234,8 @@ void stats_view_close(struct stats_view *v)
 	if (v->base)
 		munmap((void *)v->base, v->size);
 	free(v->desc);
+	free(v->fields[0]);
+	free(v->fields[1]);
 	free(v);
 }
 
@@ -261,8 +279,9 @@ int stats_view_read(struct stats_view *v, enum pv_stats_record record, unsigned 
 	const struct pv_stats_array *a = record_array(&v->hdr, record);
 	const uint8_t *rec;
 	const uint32_t *seq;
+	const struct view_field *f;
 	uint32_t s1, s2, st;
-	unsigned i, tries;
+	unsigned i, n, tries;
 
 	if (!a || idx >= a->slots)
 		return -ENOENT;
@@ -270,19 +289,19 @@ int stats_view_read(struct stats_view *v, enum pv_stats_record record, unsigned 
 		return -ENOENT;
 	rec = v->base + a->offset + (uint64_t)idx * a->stride;
 	seq = (const uint32_t *)rec;
+	f = v->fields[record];
+	n = v->nfields[record];
+	/* Fields of the other record kind read as 0; this kind's are all overwritten below. */
+	memset(values, 0, (size_t)v->ndesc * sizeof(*values));
 	for (tries = 0; tries < STATS_READ_RETRIES; tries++) {
 		s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
 		if (s1 & 1)
 			continue;
 		st = __atomic_load_n((const uint32_t *)(rec + offsetof(struct pv_stats_record_hdr, state)),
 				     __ATOMIC_RELAXED);
-		for (i = 0; i < v->ndesc; i++) {
-			const struct pv_stats_desc *d = &v->desc[i];
-
-			values[i] = d->record == record ? __atomic_load_n((const uint64_t *)(rec + d->offset),
-									  __ATOMIC_RELAXED)
-							: 0;
-		}
+		for (i = 0; i < n; i++)
+			values[f[i].index] =
+				__atomic_load_n((const uint64_t *)(rec + f[i].offset), __ATOMIC_RELAXED);
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
 		if (s1 == s2) {
