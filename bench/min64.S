@@ -12,25 +12,7 @@
 	.globl _start
 _start:
 	lea	msg(%rip), %rsi
-	mov	$MIN_SERIAL_PORT, %dx
-1:	lodsb
-	test	%al, %al
-	jz	3f
-	mov	%al, %bl
-	add	$MIN_SERIAL_LSR, %dx
-2:	in	%dx, %al		/* wait for an empty transmit register */
-	test	$MIN_LSR_THRE, %al
-	jz	2b
-	sub	$MIN_SERIAL_LSR, %dx
-	mov	%bl, %al
-	out	%al, %dx
-	jmp	1b
-3:	mov	$MIN_EXIT_PORT, %dx
-	mov	$MIN_EXIT_VALUE, %eax
-	out	%eax, %dx
-4:	cli
-	hlt
-	jmp	4b
+	MIN_GUEST_BODY lodsb
 
 	.section .rodata, "a"
 msg:	.asciz MIN_MESSAGE

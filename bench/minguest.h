@@ -16,4 +16,33 @@
 #define MIN_EXIT_VALUE 0x10
 #define MIN_MESSAGE "perfvisor bench: min guest up\n"
 
+#ifdef __ASSEMBLER__
+/*
+ * The guest's whole body, assembled by both forms: print the NUL-terminated
+ * string at (E/R)SI, then exit. `load` is the form's byte load into %al
+ * (lodsb, or cs lodsb in real mode where the string lives in CS).
+ */
+.macro MIN_GUEST_BODY load:vararg
+	mov	$MIN_SERIAL_PORT, %dx
+1:	\load
+	test	%al, %al
+	jz	3f
+	mov	%al, %bl
+	add	$MIN_SERIAL_LSR, %dx
+2:	in	%dx, %al		/* wait for an empty transmit register */
+	test	$MIN_LSR_THRE, %al
+	jz	2b
+	sub	$MIN_SERIAL_LSR, %dx
+	mov	%bl, %al
+	out	%al, %dx
+	jmp	1b
+3:	mov	$MIN_EXIT_PORT, %dx
+	mov	$MIN_EXIT_VALUE, %eax
+	out	%eax, %dx
+4:	cli
+	hlt
+	jmp	4b
+.endm
+#endif
+
 #endif
