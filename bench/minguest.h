@@ -17,6 +17,7 @@
 #define MIN_MESSAGE "perfvisor bench: min guest up\n"
 
 #ifdef __ASSEMBLER__
+/* clang-format off */
 /*
  * The guest's whole body, assembled by both forms: print the NUL-terminated
  * string at (E/R)SI, then exit. `load` is the form's byte load into %al
@@ -43,6 +44,7 @@
 	hlt
 	jmp	4b
 .endm
+/* clang-format on */
 #endif
 
 #endif
