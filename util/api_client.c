@@ -49,8 +49,14 @@ int util_api_request(int sock, const char *line, char *reply, size_t reply_len, 
 		return errbuf_set(err, -EINVAL, "no reply buffer");
 	/* The request and its newline; a line that already ends in '\n' is sent as is. */
 	if (send(sock, line, len, MSG_NOSIGNAL) != (ssize_t)len ||
-	    (len == 0 || line[len - 1] != '\n' ? send(sock, "\n", 1, MSG_NOSIGNAL) != 1 : 0))
-		return errbuf_set(err, -errno, "sending the request: %s", strerror(errno));
+	    (len == 0 || line[len - 1] != '\n' ? send(sock, "\n", 1, MSG_NOSIGNAL) != 1 : 0)) {
+		/*
+		 * The server may have answered and closed before taking the
+		 * whole line (it refuses overlong requests): read its reply.
+		 */
+		if (errno != EPIPE && errno != ECONNRESET)
+			return errbuf_set(err, -errno, "sending the request: %s", strerror(errno));
+	}
 	while (got < reply_len - 1) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 		struct iovec iov = { reply + got, 1 };
