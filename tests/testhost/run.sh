@@ -21,6 +21,11 @@ timeout_s=${TESTHOST_TIMEOUT:-2400}
 
 bash "$root/scripts/deps.sh" testhost
 
+# Two test VMs at once on two cores starve each other into soft lockups:
+# concurrent callers wait here for their turn.
+exec 9>"${TMPDIR:-/tmp}/perfvisor-testhost.lock"
+flock 9
+
 kernel=$(ls -1 /boot/vmlinuz-* 2>/dev/null | sort -V | tail -n 1 || true)
 if [ -z "$kernel" ]; then
 	echo "testhost: no kernel in /boot (package linux-image-amd64)" >&2
