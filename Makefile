@@ -9,11 +9,12 @@ Q ?= @
 
 # Components: each is a static library with one public header. COMP_DEPS
 # names the libraries a component may use; its unit tests link only those.
-COMPONENTS := util devices stats vmm
+COMPONENTS := util devices stats pmu vmm
 DEPS_util :=
 DEPS_devices := util
 DEPS_stats := util
-DEPS_vmm := devices stats util
+DEPS_pmu := util
+DEPS_vmm := devices stats pmu util
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
@@ -51,7 +52,7 @@ $(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcar
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats util,-l$(c)) -ljansson $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) -ljansson $$(LDLIBS)
 
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.

@@ -24,6 +24,7 @@ const char cli_run_usage[] =
 	"  --stdin              feed standard input to the guest's serial port\n"
 	"  --timeout SECONDS    stop the guest after SECONDS and exit 124 (default: no limit)\n"
 	"  --api-socket PATH    serve the control socket (docs/api.md) at PATH, owner-only\n"
+	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
 	"\n"
@@ -41,7 +42,8 @@ enum {
 	OPT_TIMEOUT,
 	OPT_VERBOSE,
 	OPT_HELP,
-	OPT_API_SOCKET
+	OPT_API_SOCKET,
+	OPT_PMU
 };
 
 static const struct option run_options[] = {
@@ -55,6 +57,7 @@ static const struct option run_options[] = {
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
+	{ "pmu", required_argument, NULL, OPT_PMU },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -125,6 +128,11 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 			return errbuf_set(err, -EINVAL, "--api-socket needs a path");
 		cfg->api_socket = arg;
 		return 0;
+	case OPT_PMU:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return errbuf_set(err, -EINVAL, "--pmu must be on or off (got '%s')", arg);
+		cfg->pmu = !strcmp(arg, "on");
+		return 0;
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
@@ -137,6 +145,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->nr_cpus = VM_DEFAULT_CPUS;
 	cfg->mem_size = VM_DEFAULT_MEM;
+	cfg->pmu = true;
 	cfg->cmdline = "";
 	cfg->console = CONSOLE_STDIO;
 

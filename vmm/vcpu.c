@@ -22,6 +22,22 @@ static void kick_handler(int sig)
 	(void)sig;
 }
 
+/*
+ * The PMU signal (a perf counter's overflow, or the counter page's refresh
+ * timer) is for the thread it lands on: it notes that the PMU wants a look
+ * and makes KVM_RUN return, or not start, as KVM's docs recommend.
+ */
+static __thread struct kvm_run *tls_run;
+static __thread volatile sig_atomic_t tls_pmu_signalled;
+
+static void pmu_signal_handler(int sig)
+{
+	(void)sig;
+	tls_pmu_signalled = 1;
+	if (tls_run)
+		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+}
+
 int vcpu_signal_setup(struct errbuf *err)
 {
 	struct sigaction sa;
@@ -30,6 +46,9 @@ int vcpu_signal_setup(struct errbuf *err)
 	sa.sa_handler = kick_handler; /* no SA_RESTART: KVM_RUN returns -EINTR */
 	sigemptyset(&sa.sa_mask);
 	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
+		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
+	sa.sa_handler = pmu_signal_handler;
+	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
 	return 0;
 }
@@ -52,6 +71,7 @@ int vcpu_init(struct vm *vm, struct vcpu *v, unsigned index, struct errbuf *err)
 		v->fd = -1;
 		return rc;
 	}
+	vm_pmu_vcpu_init(v);
 	return 0;
 }
 
@@ -224,6 +244,8 @@ static void account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, uint64_t t
 	}
 	sb_end(v->stats);
 	vm_stats_kvm_refresh(v, t1, false);
+	/* VMM-kept PMU counters overflow exactly at the exit that wraps them. */
+	vm_pmu_after_exit(v);
 }
 
 static void *vcpu_thread(void *arg)
@@ -231,12 +253,26 @@ static void *vcpu_thread(void *arg)
 	struct vcpu *v = arg;
 	struct vm *vm = v->vm;
 	uint64_t t_user = util_now_ns();
+	struct errbuf err;
 
+	tls_run = v->run;
+	if (vm_pmu_vcpu_start(v, &err))
+		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
 	while (!atomic_load(&vm->stopping)) {
 		uint64_t t0, t1;
 
 		if (atomic_load(&vm->paused)) {
 			vm_park_vcpu(v);
+			continue;
+		}
+		if (tls_pmu_signalled) {
+			/*
+			 * Clear immediate_exit before looking at the stop and pause
+			 * flags again: a kick sets its flag first, so it is not lost.
+			 */
+			tls_pmu_signalled = 0;
+			__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+			vm_pmu_poll(v);
 			continue;
 		}
 		t0 = util_now_ns();
@@ -256,6 +292,7 @@ static void *vcpu_thread(void *arg)
 			break;
 	}
 	/* Final values, then STOPPED: readers know they will not change. */
+	vm_pmu_vcpu_stop(v);
 	vm_stats_kvm_refresh(v, util_now_ns(), true);
 	sb_set_state(v->stats, PV_STATS_STOPPED);
 	return NULL;
@@ -271,6 +308,7 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	/* The thread inherits the signal mask: keep the kick signal unblocked in it. */
 	sigemptyset(&kick);
 	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	sigaddset(&kick, vm_pmu_signal());
 	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
 	rc = pthread_create(&v->thread, NULL, vcpu_thread, v);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

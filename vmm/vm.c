@@ -150,6 +150,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = vm_devices_create(vm, err);
 	if (!rc)
+		rc = vm_pmu_create(vm, err);
+	if (!rc)
 		rc = vm_setup_vcpus(vm, err);
 	if (!rc)
 		rc = x86_setup_boot_area(vm, err);

@@ -11,7 +11,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include <time.h>
+
 #include "devices/devices.h"
+#include "pmu/pmu.h"
 #include "stats/stats.h"
 #include "vmm.h"
 
@@ -24,6 +27,9 @@ struct vm_stats_fields {
 	struct sb_field exits, exit_io, exit_mmio, exit_msr_read, exit_msr_write, exit_hlt, exit_shutdown,
 		exit_intr, exit_other, unhandled_io, unhandled_mmio, run_ns, user_ns, kvm_refreshes;
 	struct sb_field io_range[VM_STATS_MAX_IO_RANGES]; /* by PIO range id: exits per device */
+	/* PV PMU, per vCPU */
+	struct sb_field pmu_stat[PMU_STAT_NR];
+	struct sb_field pmu_ctr[PMU_NR_COUNTERS];
 	/* VM record */
 	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total;
 };
@@ -48,6 +54,9 @@ struct vcpu {
 	int kvm_stats_fd;	 /* KVM_GET_STATS_FD, -1 if unsupported */
 	uint64_t *kvm_stats_buf; /* pread target */
 	uint64_t kvm_stats_last_ns;
+	struct pmu_vcpu pmu; /* this vCPU's PV PMU; its thread only */
+	timer_t pmu_timer;   /* forces exits while the counter page needs refreshing */
+	bool pmu_timer_created, pmu_timer_armed;
 };
 
 /* Where console bytes go; shared by the UART and the test device. */
@@ -101,6 +110,10 @@ struct vm {
 	struct vm_stats_fields sf;
 	struct vm_kvm_stats kvm_stats;
 	uint64_t start_ns;
+	/* PV PMU (vm_pmu.c): shared state and the stats field behind each class 2/3 event */
+	struct pmu_vm pmu;
+	struct sb_field pmu_event_field[PV_PMU_NR_EVENTS];
+	bool pmu_event_has_field[PV_PMU_NR_EVENTS];
 
 	/* Stop protocol: the first request sets status and wakes the main thread. */
 	atomic_bool stopping;
@@ -152,6 +165,25 @@ void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force);
 void vm_stats_update_vm(struct vm *vm);
 /* The field counting exits of this KVM exit reason. */
 struct sb_field vm_stats_exit_field(const struct vm *vm, uint32_t exit_reason);
+
+/* vm_pmu.c: the PV PMU glue (docs/pvpmu.md) */
+/* Probe the host, route the MSR block to userspace, register it on the bus. Setup thread. */
+int vm_pmu_create(struct vm *vm, struct errbuf *err);
+/* Set up a vCPU's emulation (after vcpu_init). */
+void vm_pmu_vcpu_init(struct vcpu *v);
+/* vm_stats.c: KVM's stat `name` ("kvm.<stat>") is mirrored in field f. */
+void vm_pmu_map_kvm_stat(struct vm *vm, const char *name, struct sb_field f);
+/* Append the PV PMU CPUID leaves to c (room for 3 more entries), if the PMU is on. */
+void vm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *c);
+/* Once the stats region exists: class 3 availability and the event -> field map. Setup thread. */
+void vm_pmu_stats_ready(struct vm *vm);
+/* vCPU thread: at start, after each return from KVM_RUN, after a PMU signal, at the end. */
+int vm_pmu_vcpu_start(struct vcpu *v, struct errbuf *err);
+void vm_pmu_after_exit(struct vcpu *v);
+void vm_pmu_poll(struct vcpu *v);
+void vm_pmu_vcpu_stop(struct vcpu *v);
+/* The signal perf overflow and the refresh timer send to a vCPU thread. */
+int vm_pmu_signal(void);
 
 /* api.c: the control socket */
 int api_init(struct api *api, const char *path, struct errbuf *err);

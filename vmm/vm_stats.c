@@ -50,7 +50,24 @@ static const struct field_spec vcpu_fields[] = {
 	F("time.kvm_run_ns", run_ns, CUM, NS),
 	F("time.user_ns", user_ns, CUM, NS),
 	F("kvm.refreshes", kvm_refreshes, CUM, NONE, 0),
+	F("pmu.msr_reads", pmu_stat[PMU_STAT_MSR_READ], CUM, NONE, 0),
+	F("pmu.msr_writes", pmu_stat[PMU_STAT_MSR_WRITE], CUM, NONE, 0),
+	F("pmu.gp", pmu_stat[PMU_STAT_GP], CUM, NONE, 0),
+	F("pmu.errors", pmu_stat[PMU_STAT_ERROR], CUM, NONE, 0),
+	F("pmu.pmis", pmu_stat[PMU_STAT_PMI], CUM, NONE, 0),
+	F("pmu.pmis_throttled", pmu_stat[PMU_STAT_THROTTLED], CUM, NONE, 0),
+	F("pmu.overflows", pmu_stat[PMU_STAT_OVERFLOW], CUM, NONE, 0),
+	F("pmu.host_counters", pmu_stat[PMU_STAT_HOST_COUNTERS], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr0", pmu_ctr[0], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr1", pmu_ctr[1], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr2", pmu_ctr[2], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr3", pmu_ctr[3], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr4", pmu_ctr[4], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr5", pmu_ctr[5], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr6", pmu_ctr[6], PV_STATS_INSTANT, NONE, 0),
+	F("pmu.ctr7", pmu_ctr[7], PV_STATS_INSTANT, NONE, 0),
 };
+_Static_assert(PMU_NR_COUNTERS == 8, "one pmu.ctrN field per counter");
 
 static const struct field_spec vm_fields[] = {
 	F("uptime_ns", uptime_ns, PV_STATS_INSTANT, NS),
@@ -165,6 +182,7 @@ static int declare_kvm_stats(struct vm *vm, struct errbuf *err)
 		}
 		if (rc)
 			goto out;
+		vm_pmu_map_kvm_stat(vm, name, ks->field[ks->nr]);
 		ks->index[ks->nr++] = d->offset / sizeof(uint64_t);
 	}
 	for (unsigned i = 0; i < vm->nr_vcpus && ks->data_len; i++) {
@@ -203,6 +221,7 @@ int vm_stats_create(struct vm *vm, struct errbuf *err)
 		return rc;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vm->vcpus[i].stats = stats_vcpu_entry(vm->stats, i);
+	vm_pmu_stats_ready(vm);
 	vm_stats_update_vm(vm);
 	return 0;
 }

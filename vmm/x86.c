@@ -212,7 +212,7 @@ int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 {
 	const struct kvm_cpuid2 *sup = vm->kvm.cpuid;
 	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
-	struct kvm_cpuid2 *c = malloc(sz);
+	struct kvm_cpuid2 *c = malloc(sz + 3 * sizeof(sup->entries[0])); /* + the PV PMU leaves */
 	bool amd = false;
 	int rc = 0;
 
@@ -225,6 +225,7 @@ int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 			      c->entries[i].ebx == CPUID_HYGONGENUINE_EBX;
 	for (unsigned i = 0; i < c->nent; i++)
 		fix_entry(&c->entries[i], v->index, vm->nr_vcpus, amd);
+	vm_pmu_cpuid(vm, c);
 	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0)
 		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));
 	free(c);

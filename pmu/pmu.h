@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The paravirtual PMU (docs/pvpmu.md, include/perfvisor/pvpmu.h): the
+ * event table, start-up probing of what the host can back, the CPUID
+ * leaves, and the per-vCPU MSR emulation with its counters, overflow,
+ * PMI and counter page logic. The emulation is pure logic: it reaches the
+ * host only through struct pmu_host_ops, so it is unit-tested without KVM;
+ * pmu_perf_* are the perf_event_open backend the VMM plugs in.
+ */
+#ifndef PERFVISOR_PMU_H
+#define PERFVISOR_PMU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "perfvisor/pvpmu.h"
+#include "util/util.h"
+
+/* ---- events ----------------------------------------------------------------- */
+struct pmu_event_info {
+	uint16_t id;
+	const char *name;     /* perf-style name, e.g. "task-clock", "exits.io" */
+	uint8_t cls;	      /* enum pv_pmu_event_class */
+	bool ns;	      /* counts nanoseconds (min period in ns) */
+	uint64_t perf_config; /* classes 0, 1: PERF_COUNT_HW_* / PERF_COUNT_SW_* */
+	const char *kvm_name; /* class 3: the KVM binary stat it mirrors */
+};
+
+/* The event with this id, or NULL if the id names no event. */
+const struct pmu_event_info *pmu_event_info(uint32_t id);
+/* Event by name (as in pmu_event_info.name), or NULL. */
+const struct pmu_event_info *pmu_event_by_name(const char *name);
+
+/* ---- capabilities ------------------------------------------------------------ */
+#define PMU_NR_COUNTERS 8u
+#define PMU_BITMAP_WORDS (PV_PMU_NR_EVENTS / 64)
+#define PMU_MIN_PERIOD 16u
+#define PMU_MIN_PERIOD_NS 10000u
+#define PMU_MAX_PMIS_PER_S 1000u
+#define PMU_HOST_BUDGET 64u
+#define PMU_REFRESH_US 10000u /* counter page refresh while host counters run */
+
+struct pmu_caps {
+	uint32_t nr_counters;
+	uint32_t features; /* PV_PMU_FEAT_* */
+	uint32_t min_period, min_period_ns, max_pmis_per_s, host_budget;
+	uint64_t avail[PMU_BITMAP_WORDS], sample[PMU_BITMAP_WORDS], filter[PMU_BITMAP_WORDS];
+};
+
+/* Defaults: the limits above, class-2 events available; no host events yet. */
+void pmu_caps_init(struct pmu_caps *c);
+/* Mark an event available (with its class's sample/filter properties). */
+void pmu_caps_set_available(struct pmu_caps *c, uint32_t id);
+bool pmu_caps_available(const struct pmu_caps *c, uint32_t id);
+/*
+ * Probe classes 0 and 1 by opening (and closing) each event on the calling
+ * thread with `open_fn` (pmu_perf_probe in the VMM). Returns how many host
+ * events are available. Setup thread.
+ */
+int pmu_caps_probe(struct pmu_caps *c, int (*open_fn)(const struct pmu_event_info *ev));
+/* The PV PMU CPUID leaf `leaf` (0x40000100..0x40000102) into r[0..3] = eax..edx; false if not ours. */
+bool pmu_cpuid(const struct pmu_caps *c, uint32_t leaf, uint32_t r[4]);
+
+/* ---- the per-vCPU emulation --------------------------------------------------- */
+enum pmu_stat {
+	PMU_STAT_MSR_READ,
+	PMU_STAT_MSR_WRITE,
+	PMU_STAT_GP,		/* #GPs given to the guest */
+	PMU_STAT_ERROR,		/* host counter failures (ERROR register bits set) */
+	PMU_STAT_PMI,		/* PMIs injected */
+	PMU_STAT_THROTTLED,	/* PMIs delayed by the rate cap */
+	PMU_STAT_OVERFLOW,	/* counter overflows */
+	PMU_STAT_HOST_COUNTERS, /* instant: host counters open on this vCPU (value, not increment) */
+	PMU_STAT_NR
+};
+
+/*
+ * How the emulation reaches the host. Called on the vCPU's thread only.
+ * open: a host counter for ev counting the calling thread (cfg gives the
+ *   USR/OS filter); period 0 = count only, else interrupt every `period`.
+ *   Returns a handle >= 0 (the count starts at 0) or -errno.
+ * read: the handle's count since open. set_period: re-arm a sampling handle.
+ * hv_read: the cumulative count of a class 2/3 event on this vCPU.
+ * inject: deliver a PMI as PMI_CFG says (NMI or vector); 0 or -errno.
+ * page: host address of the 4 KiB guest page at gpa, NULL if not RAM.
+ * stat: add n to a statistic (PMU_STAT_HOST_COUNTERS: set it to n).
+ * log: one line about a guest misdeed or host failure (already rate-limited).
+ */
+struct pmu_host_ops {
+	int (*open)(void *ctx, const struct pmu_event_info *ev, uint64_t cfg, uint64_t period);
+	int (*read)(void *ctx, int h, uint64_t *count);
+	int (*set_period)(void *ctx, int h, uint64_t period);
+	void (*close)(void *ctx, int h);
+	uint64_t (*hv_read)(void *ctx, uint32_t event);
+	int (*inject)(void *ctx, uint64_t pmi_cfg);
+	void *(*page)(void *ctx, uint64_t gpa);
+	void (*stat)(void *ctx, enum pmu_stat s, uint64_t n);
+	void (*log)(void *ctx, const char *msg);
+};
+
+/* Shared by all vCPUs of a VM. */
+struct pmu_vm {
+	struct pmu_caps caps;
+	uint32_t host_in_use; /* host counters open, all vCPUs (atomic) */
+	struct ratelimit log_rl;
+};
+
+void pmu_vm_init(struct pmu_vm *vm, const struct pmu_caps *caps);
+
+struct pmu_counter {
+	uint64_t cfg;
+	uint64_t value; /* the count at the last sync, modulo 2^48 */
+	uint64_t base;	/* host reading at the last sync */
+	int h;		/* host handle, -1 if none */
+	bool active;	/* CFG.EN and GLOBAL_CTRL bit */
+	bool counting;	/* active and backed */
+};
+
+struct pmu_vcpu {
+	struct pmu_vm *vm;
+	const struct pmu_host_ops *ops;
+	void *ctx;
+	uint64_t global_ctrl, status, pmi_cfg, error, page_msr;
+	bool pmi_pending; /* a PMI is due but masked or throttled */
+	bool throttled;	  /* the pending PMI was counted as throttled */
+	struct pv_pmu_page *page;
+	uint32_t page_seq;
+	uint64_t page_updates;
+	unsigned nr_counting, nr_host, nr_hv_int;
+	struct ratelimit pmi_rl;
+	struct pmu_counter ctr[PV_PMU_MAX_COUNTERS];
+};
+
+void pmu_vcpu_init(struct pmu_vcpu *p, struct pmu_vm *vm, const struct pmu_host_ops *ops, void *ctx);
+/* Close every host counter (returns them to the VM budget). */
+void pmu_vcpu_fini(struct pmu_vcpu *p);
+
+static inline bool pmu_msr_in_block(uint32_t index)
+{
+	return index - PV_PMU_MSR_BASE < PV_PMU_MSR_BLOCK_SIZE;
+}
+/* A guest RDMSR/WRMSR in the block. Returns 0, or -EINVAL: give the guest #GP. */
+int pmu_msr_read(struct pmu_vcpu *p, uint32_t index, uint64_t *val);
+int pmu_msr_write(struct pmu_vcpu *p, uint32_t index, uint64_t val);
+/*
+ * After each return from KVM_RUN (the VMM's counts for it already added):
+ * VMM-kept counters with INT are checked for overflow, a due PMI is
+ * delivered, the counter page is updated. Cheap when nothing is enabled.
+ */
+void pmu_after_exit(struct pmu_vcpu *p);
+/* After a host counter's overflow signal or the refresh timer: sync host counters, PMI, page. */
+void pmu_poll(struct pmu_vcpu *p);
+/* Whether the vCPU needs a periodic exit (page with host counters, or a throttled PMI). */
+bool pmu_wants_refresh(const struct pmu_vcpu *p);
+
+/* ---- the perf_event_open backend (perf.c) -------------------------------------- */
+/* Open ev on the calling thread; if period, sample and signal `signo` to this thread on overflow. */
+int pmu_perf_open(const struct pmu_event_info *ev, uint64_t cfg, uint64_t period, int signo);
+int pmu_perf_read(int fd, uint64_t *count);
+int pmu_perf_set_period(int fd, uint64_t period);
+/* Probe: can ev be opened here? 0 or -errno. */
+int pmu_perf_probe(const struct pmu_event_info *ev);
+
+#endif
