@@ -76,7 +76,23 @@ Test(cli, defaults)
 	cr_assert_not(cfg.stdin_input);
 	cr_assert_eq(cfg.timeout_ms, 0);
 	cr_assert_not(cfg.verbose);
+	cr_assert(cfg.pmu, "the PV PMU is on by default");
 	cr_assert_str_eq(help_text(), "");
+}
+
+Test(cli, pmu_on_off)
+{
+	cr_assert_eq(PARSE("--kernel", "k", "--pmu", "off"), 0, "%s", err.msg);
+	cr_assert_not(cfg.pmu);
+	cr_assert_eq(PARSE("--kernel", "k", "--pmu=off", "--pmu", "on"), 0, "%s", err.msg);
+	cr_assert(cfg.pmu);
+}
+
+Test(cli, pmu_bad)
+{
+	expect_bad("--pmu must be on or off (got 'yes')", "--kernel", "k", "--pmu", "yes");
+	expect_bad("(got '')", "--kernel", "k", "--pmu", "");
+	expect_bad("(got 'OFF')", "--kernel", "k", "--pmu", "OFF");
 }
 
 Test(cli, every_option)
