@@ -48,7 +48,8 @@ int vcpu_signal_setup(struct errbuf *err)
 	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
 	sa.sa_handler = pmu_signal_handler;
-	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0)
+	/* When the queue of real-time signals is full, the kernel sends SIGIO instead. */
+	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0 || sigaction(SIGIO, &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
 	return 0;
 }
@@ -309,6 +310,7 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	sigemptyset(&kick);
 	sigaddset(&kick, VCPU_KICK_SIGNAL);
 	sigaddset(&kick, vm_pmu_signal());
+	sigaddset(&kick, SIGIO);
 	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
 	rc = pthread_create(&v->thread, NULL, vcpu_thread, v);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
