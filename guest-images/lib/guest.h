@@ -329,4 +329,127 @@ uint32_t smp_start_aps(smp_fn_t fn, void *arg);
  */
 int smp_wait_aps(uint64_t timeout_ms);
 
+/* ---- PV PMU driver (pvpmu.c) ---------------------------------------------- */
+/*
+ * The guest side of perfvisor's paravirtual PMU (include/perfvisor/pvpmu.h):
+ * discovery, counter programming, the shared counter page and the PMI
+ * handler. Every call is ring 0 (MSR access) unless it says otherwise; the
+ * PMU is per vCPU, so a call acts on the CPU it runs on. Never uses RDPMC.
+ */
+#include <perfvisor/pvpmu.h>
+
+#define VEC_NMI 2
+
+static inline void cpuid_count(uint32_t leaf, uint32_t sub, uint32_t *a, uint32_t *b, uint32_t *c,
+			       uint32_t *d)
+{
+	asm volatile("cpuid" : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d) : "a"(leaf), "c"(sub));
+}
+
+/*
+ * rdmsr/wrmsr that survive a fault: RT_NO_FAULT on success, else the vector
+ * (13 for #GP; *v is then 0). Ring 0; not from inside rt_catch or a handler
+ * that may interrupt one (rt_catch does not nest).
+ */
+int rdmsr_safe(uint32_t msr, uint64_t *v);
+int wrmsr_safe(uint32_t msr, uint64_t v);
+
+/* What CPUID 0x40000100..0x40000102 announce. */
+struct pvpmu_info {
+	uint32_t max_leaf;	/* EAX of 0x40000100 */
+	uint32_t version;	/* PV_PMU_VERSION */
+	uint32_t nr_counters;	/* counters per vCPU */
+	uint32_t width;		/* counter width in bits */
+	uint32_t msr_base;	/* first MSR of the block */
+	uint32_t nr_events;	/* valid event ids: 0 .. nr_events-1 */
+	uint32_t features;	/* PV_PMU_FEAT_* */
+	uint32_t min_period;	/* host-counted events, in events */
+	uint32_t min_period_ns; /* host-counted time events, in ns */
+	uint32_t max_pmi_rate;	/* PMIs per second per vCPU */
+	uint32_t host_counters; /* perf events the VM may hold at once */
+};
+
+/*
+ * Read the CPUID leaves into *info (if not NULL). Returns false, leaving
+ * the driver unusable, if the signature is absent (--pmu off). Any ring.
+ */
+bool pvpmu_probe(struct pvpmu_info *info);
+/*
+ * pvpmu_probe, then read the AVAIL/SAMPLE/FILTER bitmaps once and cache
+ * them for the pvpmu_event_* queries. Ring 0. False if there is no PV PMU.
+ */
+bool pvpmu_init(struct pvpmu_info *info);
+/* From the cached bitmaps (pvpmu_init first): any ring. False for ids out of range. */
+bool pvpmu_event_available(uint32_t id);
+bool pvpmu_event_can_sample(uint32_t id);
+bool pvpmu_event_filters(uint32_t id);
+/* A raw bitmap word as cached: kind 0 AVAIL, 1 SAMPLE, 2 FILTER. */
+uint64_t pvpmu_bitmap(uint32_t kind, uint32_t word);
+
+/*
+ * Program counter i: CTR(i) = 2^width - period (0 for period 0), then
+ * CFG(i) = event | flags (PV_PMU_CFG_USR/OS/INT/EN). It counts once also
+ * enabled in GLOBAL_CTRL (pvpmu_start). Returns RT_NO_FAULT or the vector
+ * the VMM raised (#GP: the combination is refused).
+ */
+int pvpmu_program(uint32_t i, uint32_t event, uint64_t flags, uint64_t period);
+/* The CTR value that overflows after `period` more events. */
+static inline uint64_t pvpmu_period_value(uint64_t period)
+{
+	return (0 - period) & PV_PMU_COUNTER_MASK;
+}
+/* Set / clear the counters of `mask` in GLOBAL_CTRL (read-modify-write). */
+void pvpmu_start(uint64_t mask);
+void pvpmu_stop(uint64_t mask);
+/* CTR(i) read and write (an MSR exit each). */
+uint64_t pvpmu_read(uint32_t i);
+void pvpmu_write(uint32_t i, uint64_t value);
+/* Disable every counter (GLOBAL_CTRL and CFG = 0), zero them, clear the status. */
+void pvpmu_reset(void);
+
+/* The driver's counter page: 4 KiB-aligned, in guest RAM. */
+struct pv_pmu_page *pvpmu_page(void);
+/* Register / unregister the page (PV_PMU_MSR_PAGE). RT_NO_FAULT or the vector. */
+int pvpmu_page_register(void);
+void pvpmu_page_unregister(void);
+/*
+ * Counter i as the page shows it, read with the seqlock protocol. Works in
+ * ring 3 (plain memory reads). Returns false if no consistent copy was seen
+ * in a bounded number of tries; *config may be NULL.
+ */
+bool pvpmu_page_read(uint32_t i, uint64_t *value, uint64_t *config);
+/* A consistent copy of the page's header (counter[] not copied). Any ring. */
+bool pvpmu_page_header(struct pv_pmu_page *out);
+
+/*
+ * PMI handling. The handler reads GLOBAL_STATUS, writes it to STATUS_CLEAR,
+ * calls fn(status, arg) (which re-arms counters by writing their CTR), then
+ * clears PMI_CFG.MASK if fn returned true (false leaves the PMI masked:
+ * further PMIs stay pending until pvpmu_pmi_unmask), and for a vector sends
+ * the LAPIC EOI. fn runs in ring 0 with interrupts off, must not print and
+ * must not use rdmsr_safe/wrmsr_safe.
+ */
+typedef bool (*pvpmu_pmi_fn)(uint64_t status, void *arg);
+/*
+ * Install the handler for VEC_NMI (PMI as NMI) or a fixed vector
+ * 0x22..0x2f (enables the LAPIC; the guest must run with interrupts on
+ * for it to arrive), and write PMI_CFG accordingly. RT_NO_FAULT or the
+ * vector the PMI_CFG write raised.
+ */
+int pvpmu_pmi_install(uint32_t vector, pvpmu_pmi_fn fn, void *arg);
+/* Mask PMIs (PMI_CFG.MASK, so none arrives) and remove the handler. */
+void pvpmu_pmi_remove(void);
+/* Re-arm by hand: write PMI_CFG without MASK (a pending PMI then arrives). */
+void pvpmu_pmi_unmask(void);
+/* ---- helpers for PMU tests ---- */
+/* n writes to the UART's scratch register 0x3ff: exactly n I/O exits that change nothing. Ring 0. */
+void pvpmu_io_exits(uint32_t n);
+/* For rt_run_user: spin in ring 3 until the TSC passes arg (a deadline); returns the iterations. */
+long rt_spin_until(void *deadline);
+
+/* Handler invocations so far (all CPUs). */
+uint64_t pvpmu_pmi_count(void);
+/* OR of every status the handler saw since the last call (then reset). */
+uint64_t pvpmu_pmi_status_seen(void);
+
 #endif
