@@ -35,7 +35,7 @@ const struct pmu_event_info *pmu_event_by_name(const char *name);
 #define PMU_NR_COUNTERS 8u
 #define PMU_BITMAP_WORDS (PV_PMU_NR_EVENTS / 64)
 #define PMU_MIN_PERIOD 16u
-#define PMU_MIN_PERIOD_NS 100000u
+#define PMU_MIN_PERIOD_NS 1000000u
 #define PMU_MAX_PMIS_PER_S 1000u
 #define PMU_HOST_BUDGET 64u
 #define PMU_REFRESH_US 10000u /* counter page refresh while host counters run */

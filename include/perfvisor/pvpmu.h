@@ -13,7 +13,9 @@
 
 /* ---- discovery: CPUID ------------------------------------------------------
  * Leaves 0x40000100.. leave KVM's own 0x40000000.. leaves in place. They are
- * absent (all zero) when the VMM runs with --pmu off.
+ * absent when the VMM runs with --pmu off: KVM then answers as for any leaf
+ * it does not know (zeros for AMD vCPUs, the highest basic leaf for Intel
+ * vCPUs), so a driver checks the whole signature.
  */
 #define PV_PMU_CPUID_SIGNATURE 0x40000100u /* EAX: highest PV PMU leaf; EBX,ECX,EDX: signature */
 #define PV_PMU_CPUID_INFO 0x40000101u	   /* see PV_PMU_INFO_* */
