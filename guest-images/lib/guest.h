@@ -407,13 +407,13 @@ void pvpmu_write(uint32_t i, uint64_t value);
 /* Disable every counter (GLOBAL_CTRL and CFG = 0), zero them, clear the status. */
 void pvpmu_reset(void);
 
-/* The driver's counter page: 4 KiB-aligned, in guest RAM. */
+/* This CPU's counter page: 4 KiB-aligned, in guest RAM (one per CPU; any ring). */
 struct pv_pmu_page *pvpmu_page(void);
-/* Register / unregister the page (PV_PMU_MSR_PAGE). RT_NO_FAULT or the vector. */
+/* Register / unregister this CPU's page (PV_PMU_MSR_PAGE). RT_NO_FAULT or the vector. */
 int pvpmu_page_register(void);
 void pvpmu_page_unregister(void);
 /*
- * Counter i as the page shows it, read with the seqlock protocol. Works in
+ * Counter i as this CPU's page shows it, read with the seqlock protocol. Works in
  * ring 3 (plain memory reads). Returns false if no consistent copy was seen
  * in a bounded number of tries; *config may be NULL.
  */

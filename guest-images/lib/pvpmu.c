@@ -16,7 +16,12 @@ static struct {
 	uint64_t bitmap[3][PV_PMU_MAX_BITMAP_WORDS]; /* AVAIL, SAMPLE, FILTER */
 } pmu;
 
-static struct pv_pmu_page page __attribute__((aligned(4096)));
+/* One counter page per CPU: the PMU is per vCPU, and so is its page. */
+struct page_slot {
+	struct pv_pmu_page page;
+} __attribute__((aligned(4096)));
+static struct page_slot pages[PV_MAX_CPUS];
+_Static_assert(sizeof(struct page_slot) == 4096, "one 4 KiB page per CPU");
 
 static struct {
 	pvpmu_pmi_fn fn;
@@ -192,12 +197,12 @@ void pvpmu_reset(void)
 
 struct pv_pmu_page *pvpmu_page(void)
 {
-	return &page;
+	return &pages[smp_cpu_id()].page;
 }
 
 int pvpmu_page_register(void)
 {
-	return wrmsr_safe(PV_PMU_MSR_PAGE, (uintptr_t)&page | PV_PMU_PAGE_ENABLE);
+	return wrmsr_safe(PV_PMU_MSR_PAGE, (uintptr_t)pvpmu_page() | PV_PMU_PAGE_ENABLE);
 }
 
 void pvpmu_page_unregister(void)
@@ -222,7 +227,7 @@ static inline bool seq_retry(const volatile struct pv_pmu_page *p, uint32_t s)
 
 bool pvpmu_page_read(uint32_t i, uint64_t *value, uint64_t *config)
 {
-	const volatile struct pv_pmu_page *p = &page;
+	const volatile struct pv_pmu_page *p = pvpmu_page();
 
 	if (i >= PV_PMU_MAX_COUNTERS)
 		return false;
@@ -244,7 +249,7 @@ bool pvpmu_page_read(uint32_t i, uint64_t *value, uint64_t *config)
 
 bool pvpmu_page_header(struct pv_pmu_page *out)
 {
-	const volatile struct pv_pmu_page *p = &page;
+	const volatile struct pv_pmu_page *p = pvpmu_page();
 
 	for (int t = 0; t < PAGE_READ_TRIES; t++) {
 		uint32_t s = seq_begin(p);
