@@ -328,6 +328,11 @@ gp_ratelimited "$(sed -n 's/^pmu-rules: \([0-9]*\) #GPs as expected.*/\1/p' "$T/
 done_test
 run pmu-page 120 "$PV" run --kernel "$G/pmu-page.elf" --timeout 100
 pmu_guest pmu-page 15; done_test
+# 9 CPUs x 8 task-clock counters ask for 72 host counters: the 8 beyond the VM's budget of 64 are refused
+# through ERROR (no #GP, no crash), logged rate-limited; released ones can be had again.
+run pmu-budget 240 "$PV" run --kernel "$G/pmu-budget.elf" --cpus 9 --timeout 200
+pmu_guest pmu-budget 7; expect_out 'ERROR bits over all CPUs: 8, want 8'; expect_err 'budget of host counters is used up'
+done_test
 
 # Fuzzing: perfvisor survives, logs #GPs rate-limited, and the PMU still counts exactly afterwards.
 t0=$(date +%s)
