@@ -6,7 +6,9 @@
  * the ones beyond the budget must be refused softly, through the ERROR
  * register (never a #GP); once the CPUs release theirs, a CPU gets its
  * counters back and ERROR clears. Run it with enough CPUs to exceed the
- * budget (9 CPUs x 8 counters > 64).
+ * budget (9 CPUs x 8 counters > 64). With `host_failures` (perfvisor run
+ * under a low file-descriptor limit) some perf_event_open calls fail
+ * instead: those counters must get ERROR bits too, and nothing else break.
  */
 #include "guest.h"
 
@@ -75,6 +77,21 @@ int main(const struct pv_bootinfo *bi)
 		faults += fault[c] != RT_NO_FAULT;
 	}
 	report(faults == 0, "no CPU got a #GP for asking (%u did)", faults);
+	if (cmdline_has("host_failures")) {
+		uint64_t v;
+
+		report(refused >= 1 && refused < asked,
+		       "host failures: %u of %lu counters refused through ERROR", refused, asked);
+		pvpmu_reset();
+		report(pvpmu_program(0, PV_PMU_EV_EXITS_IO, COUNT_ALL, 0) == RT_NO_FAULT,
+		       "program a VMM-kept event");
+		pvpmu_start(1);
+		pvpmu_io_exits(100);
+		v = pvpmu_read(0);
+		report(v == 100, "and it counts 100 port writes exactly: %lu", v);
+		pvpmu_reset();
+		return report_summary();
+	}
 	report(refused == want, "ERROR bits over all CPUs: %u, want %u (the counters beyond the budget)",
 	       refused, want);
 	if (!want)

@@ -333,6 +333,13 @@ pmu_guest pmu-page 15; done_test
 run pmu-budget 240 "$PV" run --kernel "$G/pmu-budget.elf" --cpus 9 --timeout 200
 pmu_guest pmu-budget 7; expect_out 'ERROR bits over all CPUs: 8, want 8'; expect_err 'budget of host counters is used up'
 done_test
+# Host failure: under a file-descriptor limit, perf_event_open fails for some counters (EMFILE): ERROR bits, no #GP.
+cur=pmu-host-failure; ok=1
+(ulimit -n 16 && exec timeout -s KILL 120 "$PV" run --kernel "$G/pmu-budget.elf" --cmdline host_failures \
+	--timeout 100) >"$T/$cur.out" 2>"$T/$cur.err" </dev/null
+st=$?
+pmu_guest pmu-host-failure 4; expect_out 'counters refused through ERROR'; expect_err 'Too many open files'
+done_test
 
 # Fuzzing: perfvisor survives, logs #GPs rate-limited, and the PMU still counts exactly afterwards.
 t0=$(date +%s)
