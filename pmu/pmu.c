@@ -260,10 +260,10 @@ static void page_publish(struct pmu_vcpu *p)
 	__atomic_store_n(&pg->seq, ++p->page_seq, __ATOMIC_RELEASE);
 }
 
-static void sync_all(struct pmu_vcpu *p, bool host_only)
+static void sync_all(struct pmu_vcpu *p)
 {
 	for (unsigned i = 0; i < p->vm->caps.nr_counters; i++)
-		if (p->ctr[i].counting && (!host_only || p->ctr[i].h >= 0))
+		if (p->ctr[i].counting)
 			ctr_sync(p, i);
 }
 
@@ -272,7 +272,7 @@ void pmu_after_exit(struct pmu_vcpu *p)
 	if (!p->nr_counting && !p->page && !p->pmi_pending)
 		return;
 	if (p->page) {
-		sync_all(p, false);
+		sync_all(p);
 	} else if (p->nr_hv_int) {
 		for (unsigned i = 0; i < p->vm->caps.nr_counters; i++)
 			if (p->ctr[i].counting && p->ctr[i].h < 0 && (p->ctr[i].cfg & PV_PMU_CFG_INT))
@@ -284,7 +284,7 @@ void pmu_after_exit(struct pmu_vcpu *p)
 
 void pmu_poll(struct pmu_vcpu *p)
 {
-	sync_all(p, true);
+	sync_all(p);
 	pmi_deliver(p);
 	page_publish(p);
 }
@@ -347,7 +347,7 @@ int pmu_msr_read(struct pmu_vcpu *p, uint32_t index, uint64_t *val)
 		*val = p->global_ctrl;
 		break;
 	case PV_PMU_MSR_GLOBAL_STATUS:
-		sync_all(p, false);
+		sync_all(p);
 		*val = p->status;
 		break;
 	case PV_PMU_MSR_STATUS_CLEAR:

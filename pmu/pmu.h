@@ -148,7 +148,7 @@ int pmu_msr_write(struct pmu_vcpu *p, uint32_t index, uint64_t val);
  * delivered, the counter page is updated. Cheap when nothing is enabled.
  */
 void pmu_after_exit(struct pmu_vcpu *p);
-/* After a host counter's overflow signal or the refresh timer: sync host counters, PMI, page. */
+/* After a host counter's overflow signal or the refresh timer: sync every counter, PMI, page. */
 void pmu_poll(struct pmu_vcpu *p);
 /* Whether the vCPU needs a periodic exit (page with host counters, or a throttled PMI). */
 bool pmu_wants_refresh(const struct pmu_vcpu *p);

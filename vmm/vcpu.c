@@ -245,8 +245,13 @@ static void account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, uint64_t t
 	}
 	sb_end(v->stats);
 	vm_stats_kvm_refresh(v, t1, false);
-	/* VMM-kept PMU counters overflow exactly at the exit that wraps them. */
-	vm_pmu_after_exit(v);
+	/*
+	 * VMM-kept PMU counters overflow exactly at the exit that wraps them.
+	 * A return for the PMU signal is left to vm_pmu_poll(), which does the
+	 * same and more at the top of the loop.
+	 */
+	if (!(rc < 0 && tls_pmu_signalled))
+		vm_pmu_after_exit(v);
 }
 
 static void *vcpu_thread(void *arg)
