@@ -442,6 +442,8 @@ void pvpmu_pmi_remove(void);
 /* Re-arm by hand: write PMI_CFG without MASK (a pending PMI then arrives). */
 void pvpmu_pmi_unmask(void);
 /* ---- helpers for PMU tests ---- */
+/* pvpmu_init, and a FAIL line "PV PMU present" when there is none. */
+bool pvpmu_test_init(struct pvpmu_info *info);
 /* n writes to the UART's scratch register 0x3ff: exactly n I/O exits that change nothing. Ring 0. */
 void pvpmu_io_exits(uint32_t n);
 /* For rt_run_user: spin in ring 3 until the TSC passes arg (a deadline); returns the iterations. */

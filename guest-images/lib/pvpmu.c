@@ -332,6 +332,14 @@ uint64_t pvpmu_pmi_status_seen(void)
 
 #define UART_SCRATCH_PORT 0x3ff
 
+bool pvpmu_test_init(struct pvpmu_info *info)
+{
+	if (pvpmu_init(info))
+		return true;
+	report(false, "PV PMU present");
+	return false;
+}
+
 void pvpmu_io_exits(uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++)
