@@ -173,7 +173,8 @@ int vm_pmu_create(struct vm *vm, struct errbuf *err);
 void vm_pmu_vcpu_init(struct vcpu *v);
 /* vm_stats.c: KVM's stat `name` ("kvm.<stat>") is mirrored in field f. */
 void vm_pmu_map_kvm_stat(struct vm *vm, const char *name, struct sb_field f);
-/* Append the PV PMU CPUID leaves to c (room for 3 more entries), if the PMU is on. */
+#define VM_PMU_CPUID_LEAVES (PV_PMU_CPUID_MAX - PV_PMU_CPUID_SIGNATURE + 1)
+/* Append the PV PMU CPUID leaves to c (room for VM_PMU_CPUID_LEAVES more entries), if the PMU is on. */
 void vm_pmu_cpuid(const struct vm *vm, struct kvm_cpuid2 *c);
 /* Once the stats region exists: class 3 availability and the event -> field map. Setup thread. */
 void vm_pmu_stats_ready(struct vm *vm);

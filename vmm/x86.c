@@ -212,7 +212,7 @@ int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 {
 	const struct kvm_cpuid2 *sup = vm->kvm.cpuid;
 	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
-	struct kvm_cpuid2 *c = malloc(sz + 3 * sizeof(sup->entries[0])); /* + the PV PMU leaves */
+	struct kvm_cpuid2 *c = malloc(sz + VM_PMU_CPUID_LEAVES * sizeof(sup->entries[0]));
 	bool amd = false;
 	int rc = 0;
 
