@@ -25,15 +25,48 @@ void pmu_vm_init(struct pmu_vm *vm, const struct pmu_caps *caps)
 	vm->log_rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
 }
 
+/*
+ * The PMI rate cap is a token bucket that refills continuously: at most
+ * burst + rate * T PMIs in any interval T, so the advertised rate holds
+ * over every window, not only over aligned ones. Credit is kept in
+ * nanoseconds; one PMI costs 1 s / rate. vCPU thread only.
+ */
+static uint64_t pmi_cost_ns(const struct pmu_vcpu *p)
+{
+	uint32_t rate = p->vm->caps.max_pmis_per_s;
+
+	return 1000000000ULL / (rate ? rate : 1);
+}
+
+static uint64_t pmi_burst_ns(const struct pmu_vcpu *p)
+{
+	uint32_t burst = p->vm->caps.max_pmis_per_s / 10;
+
+	return (burst ? burst : 1) * pmi_cost_ns(p);
+}
+
+static bool pmi_allowed(struct pmu_vcpu *p)
+{
+	uint64_t now = util_now_ns();
+
+	p->pmi_credit_ns += now - p->pmi_credit_at;
+	p->pmi_credit_at = now;
+	if (p->pmi_credit_ns > pmi_burst_ns(p))
+		p->pmi_credit_ns = pmi_burst_ns(p);
+	if (p->pmi_credit_ns < pmi_cost_ns(p))
+		return false;
+	p->pmi_credit_ns -= pmi_cost_ns(p);
+	return true;
+}
+
 void pmu_vcpu_init(struct pmu_vcpu *p, struct pmu_vm *vm, const struct pmu_host_ops *ops, void *ctx)
 {
-	uint32_t per_100ms = vm->caps.max_pmis_per_s / 10;
-
 	memset(p, 0, sizeof(*p));
 	p->vm = vm;
 	p->ops = ops;
 	p->ctx = ctx;
-	p->pmi_rl = (struct ratelimit)RATELIMIT_INIT(100000000ULL, per_100ms ? per_100ms : 1);
+	p->pmi_credit_ns = pmi_burst_ns(p);
+	p->pmi_credit_at = util_now_ns();
 	for (unsigned i = 0; i < PV_PMU_MAX_COUNTERS; i++)
 		p->ctr[i].h = -1;
 }
@@ -218,7 +251,7 @@ static void pmi_deliver(struct pmu_vcpu *p)
 
 	if (!p->pmi_pending || (p->pmi_cfg & PV_PMU_PMI_MASK))
 		return;
-	if (!ratelimit_allow(&p->pmi_rl)) {
+	if (!pmi_allowed(p)) {
 		p->status |= PV_PMU_STATUS_THROTTLED;
 		if (!p->throttled)
 			stat(p, PMU_STAT_THROTTLED, 1);

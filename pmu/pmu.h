@@ -127,7 +127,7 @@ struct pmu_vcpu {
 	uint32_t page_seq;
 	uint64_t page_updates;
 	unsigned nr_counting, nr_host, nr_hv_int;
-	struct ratelimit pmi_rl;
+	uint64_t pmi_credit_ns, pmi_credit_at; /* the PMI rate cap's token bucket (pmu.c) */
 	struct pmu_counter ctr[PV_PMU_MAX_COUNTERS];
 };
 
