@@ -22,6 +22,7 @@ static const char main_usage[] =
 	"  api          send requests to a VM's control socket: perfvisor api SOCKET JSON...\n"
 	"  stat         show a running VM's statistics (perfvisor stat --help)\n"
 	"  stats-check  check a running VM's statistics region (perfvisor stats-check --help)\n"
+	"  host         which kind of KVM host this is (perfvisor host --help)\n"
 	"  help         show this help\n";
 
 static int cmd_run(int argc, char **argv)
@@ -109,6 +110,38 @@ static int cmd_api(int argc, char **argv)
 	return status;
 }
 
+static const char host_usage[] =
+	"Usage: perfvisor host [--kind|--number]\n"
+	"Print which kind of KVM host this machine is, as guests see it in their boot\n"
+	"information (docs/boot.md): kvm_intel, kvm_amd, kvm_pvm or unknown, and whether\n"
+	"the host is itself a VM. --kind prints only the name, --number only the value\n"
+	"of enum pv_host_kind.\n";
+
+static int cmd_host(int argc, char **argv)
+{
+	struct host_info h;
+	char line[128];
+
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--kind") && strcmp(argv[1], "--number") &&
+			 strcmp(argv[1], "--help") && strcmp(argv[1], "-h"))) {
+		fprintf(stderr, "perfvisor host: unknown argument '%s' (see perfvisor host --help)\n",
+			argc > 2 ? argv[2] : argv[1]);
+		return PV_EXIT_USAGE;
+	}
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(host_usage, stdout);
+		return 0;
+	}
+	host_detect("", &h);
+	if (argc == 2 && !strcmp(argv[1], "--kind"))
+		printf("%s\n", host_kind_name(h.kind));
+	else if (argc == 2)
+		printf("%u\n", h.kind);
+	else if (host_describe(&h, line, sizeof(line)) >= 0)
+		printf("%s%s\n", line, access("/dev/kvm", F_OK) ? ", /dev/kvm missing" : "");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -123,6 +156,8 @@ int main(int argc, char **argv)
 		return stats_cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stats-check"))
 		return stats_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "host"))
+		return cmd_host(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(main_usage, stdout);
 		return 0;

@@ -137,6 +137,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	}
 
 	/* create */
+	host_detect("", &vm->kvm_host);
 	rc = kvmsys_open(&vm->kvm, err);
 	if (!rc)
 		rc = gmem_init(&vm->mem, cfg->mem_size, err);
@@ -169,12 +170,17 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		rc = api_init(&vm->api, cfg->api_socket, err);
 	if (rc)
 		goto fail;
-	if (cfg->verbose)
+	if (cfg->verbose) {
+		char host[96];
+
+		host_describe(&vm->kvm_host, host, sizeof(host));
+		vm_log(vm, "host: %s", host);
 		vm_log(vm,
 		       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
 		       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
 		       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low, vm->kernel.high,
 		       vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
+	}
 	*out = vm;
 	return 0;
 fail:

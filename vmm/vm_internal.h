@@ -31,7 +31,8 @@ struct vm_stats_fields {
 	struct sb_field pmu_stat[PMU_STAT_NR];
 	struct sb_field pmu_ctr[PMU_NR_COUNTERS];
 	/* VM record */
-	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total;
+	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total, host_kind,
+		host_flags;
 };
 
 /* KVM's binary stats of a vCPU (KVM_GET_STATS_FD), mirrored by name. */
@@ -106,6 +107,7 @@ struct vm {
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
 	uint32_t tsc_khz;
+	struct host_info kvm_host; /* which kind of KVM host (host.c) */
 	struct stats_region *stats;
 	struct vm_stats_fields sf;
 	struct vm_kvm_stats kvm_stats;

@@ -75,6 +75,8 @@ static const struct field_spec vm_fields[] = {
 	F("memory_bytes", memory_bytes, PV_STATS_INSTANT, PV_STATS_UNIT_BYTES, 0),
 	F("exits_total", exits_total, CUM, NONE, 0),
 	F("time.kvm_run_ns_total", run_ns_total, CUM, NS),
+	F("host.kind", host_kind, PV_STATS_INSTANT, NONE, 0),
+	F("host.flags", host_flags, PV_STATS_INSTANT, NONE, 0),
 };
 
 static int declare_table(struct vm *vm, enum pv_stats_record rec, const struct field_spec *t, size_t n,
@@ -267,6 +269,8 @@ void vm_stats_update_vm(struct vm *vm)
 	sb_set(e, vm->sf.memory_bytes, vm->mem.size);
 	sb_set(e, vm->sf.exits_total, sb_sum(vm->stats, vm->sf.exits));
 	sb_set(e, vm->sf.run_ns_total, sb_sum(vm->stats, vm->sf.run_ns));
+	sb_set(e, vm->sf.host_kind, vm->kvm_host.kind);
+	sb_set(e, vm->sf.host_flags, vm->kvm_host.flags);
 	sb_end(e);
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "perfvisor/bootinfo.h"
 #include "util/util.h"
 
 /* ---- exit statuses of `perfvisor run` (docs/boot.md) ------------------- */
@@ -150,6 +151,46 @@ struct vm_config {
 int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out);
 /* Usage text of `perfvisor run`. */
 extern const char cli_run_usage[];
+
+/* ---- host kind (host.c) ---------------------------------------------------- */
+/* What kind of KVM host this is; the guest gets it in its boot information. */
+struct host_info {
+	uint32_t kind;	/* enum pv_host_kind */
+	uint64_t flags; /* PV_HOST_* bits */
+};
+
+/*
+ * Detect the host kind from `root`/sys/module and `root`/proc/cpuinfo (root
+ * "" for this machine). Never fails: what cannot be read is PV_HOST_UNKNOWN.
+ */
+void host_detect(const char *root, struct host_info *h);
+/* "kvm_intel", "kvm_amd", "kvm_pvm" or "unknown". */
+const char *host_kind_name(uint32_t kind);
+/* One line for people, e.g. "kvm_pvm (nested: the host is itself a VM)"; snprintf's return. */
+int host_describe(const struct host_info *h, char *buf, size_t len);
+
+/* ---- CPUID (cpuid.c) ------------------------------------------------------ */
+struct kvm_cpuid2;
+struct kvm_cpuid_entry2;
+
+/* Entries cpuid_build may add to the supported list (three subleaves of 0xB and 0x1F). */
+#define CPUID_EXTRA_ENTRIES 6
+
+/*
+ * The CPUID of vCPU `index` of `n`: KVM's supported list `sup` with
+ * perfvisor's topology (one package of n cores, one thread per core, APIC
+ * id = index): leaf 1 (APIC id, count, HTT, hypervisor bit), leaves 0xB and
+ * 0x1F (if listed: replaced by SMT, core and end subleaves), leaf 4 on Intel
+ * (cores per package), 0x80000008 ECX on AMD (core count, APIC id size),
+ * 0x8000001E (extended APIC id). `out` has room for `cap` entries. Returns 0
+ * or -ENOSPC. Pure; any thread.
+ */
+int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct kvm_cpuid2 *out,
+		unsigned cap);
+/* The vendor in leaf 0 is AMD (or Hygon, its licensee). */
+bool cpuid_is_amd(const struct kvm_cpuid2 *c);
+/* The entry for (function, index) as the CPU would answer it, or NULL. */
+const struct kvm_cpuid_entry2 *cpuid_find(const struct kvm_cpuid2 *c, uint32_t function, uint32_t index);
 
 /* ---- the VM --------------------------------------------------------------- */
 struct vm;

@@ -73,7 +73,7 @@ int x86_setup_boot_area(struct vm *vm, struct errbuf *err)
 
 	memset(bi, 0, sizeof(*bi));
 	bi->magic = PV_BOOTINFO_MAGIC;
-	bi->version = 1;
+	bi->version = PV_BOOTINFO_VERSION;
 	bi->size = sizeof(*bi);
 	bi->nr_cpus = vm->nr_vcpus;
 	bi->bsp_apic_id = 0;
@@ -87,6 +87,8 @@ int x86_setup_boot_area(struct vm *vm, struct errbuf *err)
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		bi->apic_ids[i] = i;
 	bi->tsc_khz = vm->tsc_khz;
+	bi->host_kind = vm->kvm_host.kind;
+	bi->host_flags = vm->kvm_host.flags;
 
 	memset(cmdline, 0, PV_CMDLINE_MAX);
 	memcpy(cmdline, vm->cfg.cmdline, cmdlen);
@@ -146,85 +148,21 @@ int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
 	return 0;
 }
 
-#define CPUID_AUTHENTICAMD_EBX 0x68747541u /* "Auth" */
-#define CPUID_HYGONGENUINE_EBX 0x6f677948u /* "Hygo" */
-
-static unsigned order_base_2(unsigned n)
-{
-	unsigned s = 0;
-
-	while ((1U << s) < n)
-		s++;
-	return s;
-}
-
-/*
- * Topology: one socket, nr_cpus cores, one thread per core, APIC id ==
- * vCPU index. Leaves 0xB/0x1F/0x8000001E are rewritten only where the host
- * reports them, so the guest sees the same leaves as on the host.
- */
-static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n, bool amd)
-{
-	unsigned shift = order_base_2(n);
-
-	switch (e->function) {
-	case 1:
-		e->ebx = (e->ebx & 0x0000ffffu) | (index << 24) | ((n > 255 ? 255 : n) << 16);
-		e->edx |= 1u << 28; /* HTT: the count field above is valid */
-		e->ecx |= 1u << 31; /* hypervisor present */
-		break;
-	case 0xb:
-	case 0x1f:
-		if (e->index == 0) {
-			e->eax = 0; /* SMT level: shift 0, 1 thread */
-			e->ebx = 1;
-			e->ecx = (1u << 8) | 0;
-		} else if (e->index == 1) {
-			e->eax = shift; /* core level covers all vCPUs */
-			e->ebx = n;
-			e->ecx = (2u << 8) | 1;
-		} else {
-			e->eax = e->ebx = 0;
-			e->ecx = e->index;
-		}
-		e->edx = index;
-		break;
-	case 4:
-		/* Intel deterministic cache leaf: cores per package - 1 in EAX[31:26]. */
-		e->eax = (e->eax & 0x03ffffffu) | ((n - 1) << 26);
-		break;
-	case 0x80000008:
-		/* AMD: ECX[15:12] APIC id size, ECX[7:0] cores - 1 (reserved on Intel). */
-		if (amd)
-			e->ecx = (e->ecx & ~0xf0ffu) | (shift << 12) | (n - 1);
-		break;
-	case 0x8000001e:
-		e->eax = index;	       /* extended APIC id */
-		e->ebx = index & 0xff; /* core id, 1 thread per core */
-		e->ecx = 0;	       /* node 0, 1 node */
-		break;
-	default:
-		break;
-	}
-}
-
 int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 {
 	const struct kvm_cpuid2 *sup = vm->kvm.cpuid;
-	size_t sz = sizeof(*sup) + sup->nent * sizeof(sup->entries[0]);
-	struct kvm_cpuid2 *c = malloc(sz + VM_PMU_CPUID_LEAVES * sizeof(sup->entries[0]));
-	bool amd = false;
+	unsigned cap = sup->nent + CPUID_EXTRA_ENTRIES + VM_PMU_CPUID_LEAVES;
+	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + cap * sizeof(c->entries[0]));
 	int rc = 0;
 
 	if (!c)
 		return errbuf_set(err, -ENOMEM, "out of memory");
-	memcpy(c, sup, sz);
-	for (unsigned i = 0; i < c->nent; i++)
-		if (c->entries[i].function == 0)
-			amd = c->entries[i].ebx == CPUID_AUTHENTICAMD_EBX ||
-			      c->entries[i].ebx == CPUID_HYGONGENUINE_EBX;
-	for (unsigned i = 0; i < c->nent; i++)
-		fix_entry(&c->entries[i], v->index, vm->nr_vcpus, amd);
+	/* The room for the PMU's leaves is kept free by passing a smaller cap. */
+	rc = cpuid_build(sup, v->index, vm->nr_vcpus, c, cap - VM_PMU_CPUID_LEAVES);
+	if (rc) {
+		free(c);
+		return errbuf_set(err, rc, "vCPU %u: CPUID: more leaves than expected", v->index);
+	}
 	vm_pmu_cpuid(vm, c);
 	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0)
 		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));

@@ -35,6 +35,22 @@ const struct pv_bootinfo *rt_bootinfo(void);
 uint32_t rt_nr_cpus(void);
 /* Bytes of guest RAM (from the boot information, else the image size). */
 uint64_t rt_mem_size(void);
+/*
+ * The kind of KVM host (enum pv_host_kind; PV_HOST_UNKNOWN from an older
+ * VMM) and its name, e.g. "kvm_pvm". For SKIP reasons: a case the host
+ * cannot run is skipped by knowledge, never left to fail or hang.
+ */
+uint32_t rt_host_kind(void);
+const char *rt_host_name(void);
+/*
+ * kvm_pvm emulates guest ring 0 and kills the VM on a software interrupt
+ * there (int3, int $N: KVM_EXIT_INTERNAL_ERROR); in ring 3 `int $N` raises
+ * #UD. True where software interrupts behave as on hardware.
+ */
+static inline bool rt_host_soft_int_works(void)
+{
+	return rt_host_kind() != PV_HOST_KVM_PVM;
+}
 
 /* ---- strings (string.c) -------------------------------------------------- */
 void *memcpy(void *dst, const void *src, size_t n);

@@ -15,6 +15,7 @@ static struct {
 	const struct pv_bootinfo *bi; /* NULL if the magic was wrong */
 	uint32_t nr_cpus;
 	uint64_t mem_size;
+	uint32_t host_kind;
 } boot;
 
 const struct pv_bootinfo *rt_bootinfo(void)
@@ -32,6 +33,19 @@ uint64_t rt_mem_size(void)
 	return boot.mem_size;
 }
 
+uint32_t rt_host_kind(void)
+{
+	return boot.host_kind;
+}
+
+const char *rt_host_name(void)
+{
+	static const char *const names[PV_HOST_KIND_NR] = { "an unknown KVM host", "kvm_intel", "kvm_amd",
+							    "kvm_pvm" };
+
+	return boot.host_kind < PV_HOST_KIND_NR ? names[boot.host_kind] : names[0];
+}
+
 static void take_bootinfo(const struct pv_bootinfo *bi)
 {
 	boot.nr_cpus = 1;
@@ -40,6 +54,8 @@ static void take_bootinfo(const struct pv_bootinfo *bi)
 		return;
 	boot.bi = bi;
 	boot.mem_size = bi->mem_size;
+	if (bi->version >= 2 && bi->host_kind < PV_HOST_KIND_NR)
+		boot.host_kind = bi->host_kind;
 	if (bi->nr_cpus >= 1)
 		boot.nr_cpus = bi->nr_cpus < PV_MAX_CPUS ? bi->nr_cpus : PV_MAX_CPUS;
 	for (uint32_t i = 0; i < boot.nr_cpus; i++) {

@@ -35,7 +35,7 @@ static void check_bootinfo(const struct pv_bootinfo *bi)
 {
 	const char *cmdline = (const char *)(uintptr_t)bi->cmdline_gpa;
 
-	report(bi->version == 1, "bootinfo version %u", bi->version);
+	report(bi->version == PV_BOOTINFO_VERSION, "bootinfo version %u", bi->version);
 	report(bi->size >= sizeof(*bi), "bootinfo size %u", bi->size);
 	report(bi->nr_cpus >= 1 && bi->nr_cpus <= PV_MAX_CPUS, "nr_cpus %u in 1..%u", bi->nr_cpus,
 	       PV_MAX_CPUS);
@@ -50,7 +50,9 @@ static void check_bootinfo(const struct pv_bootinfo *bi)
 	report(ram_end(bi) == bi->mem_size, "RAM ends at mem_size 0x%lx", bi->mem_size);
 	report(bi->cmdline_gpa == PV_CMDLINE_GPA && strnlen(cmdline, PV_CMDLINE_MAX) == bi->cmdline_len,
 	       "cmdline at 0x%lx, %u bytes", bi->cmdline_gpa, bi->cmdline_len);
-	report(bi->flags == 0 && bi->reserved == 0, "reserved fields are zero");
+	report(bi->host_kind > PV_HOST_UNKNOWN && bi->host_kind < PV_HOST_KIND_NR,
+	       "host kind %u (%s) is a known kind", bi->host_kind, rt_host_name());
+	report((bi->host_flags & ~PV_HOST_NESTED) == 0, "host flags 0x%lx: no unknown bits", bi->host_flags);
 }
 
 int main(const struct pv_bootinfo *bi)
@@ -62,8 +64,9 @@ int main(const struct pv_bootinfo *bi)
 		report(false, "bootinfo magic 0x%lx at %p", bi ? bi->magic : 0, (const void *)bi);
 		return report_summary();
 	}
-	printf("nr_cpus=%u mem_size=%lu (%lu MiB) tsc_khz=%u\n", bi->nr_cpus, bi->mem_size,
-	       bi->mem_size >> 20, bi->tsc_khz);
+	printf("nr_cpus=%u mem_size=%lu (%lu MiB) tsc_khz=%u host=%s%s\n", bi->nr_cpus, bi->mem_size,
+	       bi->mem_size >> 20, bi->tsc_khz, rt_host_name(),
+	       bi->host_flags & PV_HOST_NESTED ? " (nested)" : "");
 	printf("cmdline: \"%s\"\n", cmdline_raw());
 	report(true, "bootinfo magic");
 	check_bootinfo(bi);
