@@ -112,10 +112,23 @@ $(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_
 	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c \
 		-L$(BUILD) -lutil $(LDLIBS)
 
-integration: host asan guests $(BUILD)/tests/jsoncheck $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+integration: $(INTEGRATION_DEPS)
 	$(Q)bash tests/integration/run.sh
 
-check: unit integration format-check
+# The integration suite in the test host (KVM on emulated AMD SVM) with
+# each userland, also on a machine that has /dev/kvm (.ci/run does this).
+check-testhost: $(INTEGRATION_DEPS)
+	$(Q)PERFVISOR_FORCE_TESTHOST=1 bash tests/integration/run.sh
+
+# The guest instruction check (docs/testing.md): no guest image may hold an
+# instruction that fails on some KVM host, unless tests/guest-check/allow says why.
+GUEST_CHECK_IMAGES = $(GUEST_ELFS) $(BENCH_OUT)/min64.elf
+guest-check: $(GUEST_CHECK_IMAGES)
+	$(Q)sh tests/guest-check/selftest.sh
+	$(Q)sh tests/guest-check/check.sh tests/guest-check/allow $(GUEST_CHECK_IMAGES)
+
+check: unit guest-check integration format-check
 	$(Q)echo "make check: all test suites passed"
 
 run: all
@@ -138,6 +151,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit integration check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit integration check-testhost guest-check check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

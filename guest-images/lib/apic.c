@@ -42,6 +42,12 @@ void apic_send_ipi(uint32_t apic_id, uint32_t icr_lo)
 	apic_write(APIC_ICR_LO, icr_lo);
 }
 
+void apic_self_ipi(uint8_t vector)
+{
+	apic_sw_enable();
+	apic_send_ipi(apic_read_id(), APIC_ICR_FIXED | vector);
+}
+
 void apic_eoi(void)
 {
 	apic_write(APIC_EOI, 0);

@@ -161,10 +161,17 @@ rt_user_enter:
 	xorl	%ebp, %ebp
 	iretq
 
-/* Ring 3: call fn(arg), then hand its return value (RAX) back to ring 0. */
+/*
+ * Ring 3: call fn(arg), then hand its return value (RAX) back to ring 0
+ * with a #UD at a known address. An exception is the one way from ring 3
+ * to ring 0 that works on every KVM host: on kvm_pvm a software `int $N`
+ * raises #UD and `syscall` stays in ring 3 (docs/testing.md).
+ */
 rt_user_start:
 	call	*%rax
-	int	$RT_VEC_USER_RETURN
+	.globl	rt_user_return
+rt_user_return:
 	ud2
+	jmp	rt_user_return
 
 	.section .note.GNU-stack, "", @progbits

@@ -309,6 +309,15 @@ const char *rt_vector_name(uint32_t vector);
 typedef bool (*rt_handler_t)(struct rt_regs *regs);
 void rt_set_handler(uint32_t vector, rt_handler_t fn);
 
+/*
+ * Enable interrupts and sleep in hlt until done(arg) returns true or
+ * timeout_us passed (a 1 ms LAPIC timer tick bounds each sleep); interrupts
+ * are off again on return. Returns done(arg). Ring 0. The way to wait for
+ * an interrupt on every host: never a fixed number of instructions after
+ * sti (kvm_pvm delivers late). Enables the LAPIC and uses its timer.
+ */
+bool rt_wait_irq(bool (*done)(void *), void *arg, uint64_t timeout_us);
+
 /* ---- ring 3 (user.c) ------------------------------------------------------ */
 /*
  * Run fn(arg) in ring 3 on this CPU's 16 KiB user stack with interrupts
@@ -328,6 +337,10 @@ uint32_t smp_cpu_id(void);
 uint32_t smp_apic_id(uint32_t cpu);
 /* Read this CPU's APIC id from its local APIC (one MMIO exit). */
 uint32_t apic_read_id(void);
+/* Send this CPU a fixed interrupt on `vector` (enables the LAPIC first). Ring 0. */
+void apic_self_ipi(uint8_t vector);
+/* Acknowledge the interrupt being handled (LAPIC EOI). Ring 0. */
+void apic_eoi(void);
 
 typedef void (*smp_fn_t)(uint32_t cpu, void *arg);
 /*

@@ -29,7 +29,6 @@
 #define RT_VEC_WAKE 0x21       /* IPI from an AP to wake the waiting BSP */
 #define RT_VEC_FIRST_FREE 0x22 /* 0x22..0x2f: free for tests (rt_set_handler) */
 #define RT_VEC_LAST_STUB 0x2f
-#define RT_VEC_USER_RETURN 0x80 /* ring 3 -> ring 0: the user function returned */
 #define RT_VEC_SPURIOUS 0xff
 
 /* Local APIC (xAPIC MMIO at 0xfee00000) registers and ICR commands. */
@@ -116,6 +115,8 @@ int rt_setjmp(struct rt_jmp *jb) __attribute__((returns_twice));
 __attribute__((noreturn)) void rt_longjmp(struct rt_jmp *jb, int val);
 /* tss_rsp0 points at the (unaligned, packed) RSP0 field of this CPU's TSS. */
 void rt_user_enter(long (*fn)(void *), void *arg, uint64_t user_rsp, void *tss_rsp0);
+/* The ud2 ring 3 runs when its function returned: a #UD here means "done". */
+extern const char rt_user_return[];
 __attribute__((noreturn)) void rt_park(void);
 
 /* cpu.c */
@@ -133,7 +134,6 @@ uint32_t apic_read(uint32_t reg);
 void apic_write(uint32_t reg, uint32_t val);
 void apic_sw_enable(void);
 void apic_send_ipi(uint32_t apic_id, uint32_t icr_lo);
-void apic_eoi(void);
 void apic_timer_periodic(uint8_t vector, uint32_t count);
 void apic_timer_stop(void);
 

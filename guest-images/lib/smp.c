@@ -22,7 +22,6 @@ static struct {
 
 #define RESEND_SIPI_US 500000ULL
 #define START_TIMEOUT_US 10000000ULL
-#define TICK_COUNT 62500 /* 1 ms on KVM's LAPIC timer */
 
 uint32_t smp_cpu_id(void)
 {
@@ -34,14 +33,23 @@ uint32_t smp_apic_id(uint32_t cpu)
 	return cpu < PV_MAX_CPUS ? rt_cpus[cpu].apic_id : ~0u;
 }
 
-/* Sleep until *count >= target or the TSC passes deadline. */
-static bool wait_count(uint32_t *count, uint32_t target, uint64_t deadline)
+struct count_target {
+	uint32_t *count, target;
+};
+
+static bool count_reached(void *arg)
 {
-	apic_timer_periodic(RT_VEC_TIMER, TICK_COUNT);
-	while (__atomic_load_n(count, __ATOMIC_ACQUIRE) < target && rdtsc() < deadline)
-		asm volatile("sti; hlt; cli" ::: "memory"); /* sti shadow: no lost wake-up */
-	apic_timer_stop();
-	return __atomic_load_n(count, __ATOMIC_ACQUIRE) >= target;
+	const struct count_target *c = arg;
+
+	return __atomic_load_n(c->count, __ATOMIC_ACQUIRE) >= c->target;
+}
+
+/* Sleep until *count >= target or `us` microseconds passed. */
+static bool wait_count(uint32_t *count, uint32_t target, uint64_t us)
+{
+	struct count_target c = { count, target };
+
+	return rt_wait_irq(count_reached, &c, us);
 }
 
 static void send_to_aps(uint32_t icr_lo, bool only_offline)
@@ -89,10 +97,10 @@ uint32_t smp_start_aps(smp_fn_t fn, void *arg)
 	/* INIT then SIPI; KVM needs no delay between them. */
 	send_to_aps(APIC_ICR_INIT, false);
 	send_to_aps(APIC_ICR_SIPI | (RT_TRAMPOLINE_GPA >> 12), false);
-	if (!wait_count(&smp.started, aps, tsc_deadline_us(RESEND_SIPI_US))) {
+	if (!wait_count(&smp.started, aps, RESEND_SIPI_US)) {
 		/* The classic second SIPI; a CPU already running ignores it. */
 		send_to_aps(APIC_ICR_SIPI | (RT_TRAMPOLINE_GPA >> 12), true);
-		wait_count(&smp.started, aps, tsc_deadline_us(START_TIMEOUT_US));
+		wait_count(&smp.started, aps, START_TIMEOUT_US);
 	}
 	started = __atomic_load_n(&smp.started, __ATOMIC_ACQUIRE);
 	if (started < aps)
@@ -104,7 +112,7 @@ int smp_wait_aps(uint64_t timeout_ms)
 {
 	uint32_t target = __atomic_load_n(&smp.started, __ATOMIC_ACQUIRE);
 
-	if (wait_count(&smp.finished, target, tsc_deadline_us(timeout_ms * 1000)))
+	if (wait_count(&smp.finished, target, timeout_ms * 1000))
 		return 0;
 	printf("smp: timeout after %lu ms waiting for the APs\n", timeout_ms);
 	print_cpus_in_state(RT_CPU_RUNNING, "is still running");

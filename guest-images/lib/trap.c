@@ -79,7 +79,7 @@ void rt_trap(struct rt_regs *r)
 	if (from_user && c->user_jb) {
 		struct rt_jmp *jb = c->user_jb;
 
-		if (v == RT_VEC_USER_RETURN) {
+		if (v == 6 && r->rip == (uintptr_t)rt_user_return) {
 			c->user_ret = r->rax;
 			rt_longjmp(jb, 1);
 		}

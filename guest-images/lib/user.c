@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Running C functions in ring 3. rt_user_enter (entry.S) irets to ring 3;
- * the function's return (int 0x80) or any exception traps back to ring 0,
- * where rt_trap rt_longjmp's to the rt_setjmp below.
+ * the function's return (a ud2 at rt_user_return) or any exception traps
+ * back to ring 0, where rt_trap rt_longjmp's to the rt_setjmp below.
  */
 #include "rt_internal.h"
 

@@ -3,7 +3,8 @@
  * smp: start every AP; each CPU (the BSP too) checks in by setting its bit
  * in a shared mask and recording the APIC id its LAPIC reports. Passes only
  * if every CPU checked in with the APIC id the boot information lists, and
- * CPUID's topology (leaf 1, leaf 0xB) agrees with it and with --cpus.
+ * CPUID's topology (leaf 1, leaf 0xB, and the vendor's own: leaf 4 on
+ * Intel, 0x80000008/0x8000001E on AMD) agrees with it and with --cpus.
  */
 #include "guest.h"
 
@@ -14,12 +15,52 @@ static uint32_t leafb_x2apic[PV_MAX_CPUS]; /* CPUID.0xB:EDX */
 static uint32_t leafb_count[PV_MAX_CPUS];  /* CPUID.(0xB,1):EBX, CPUs in the package */
 static uint32_t ext_apic[PV_MAX_CPUS];	   /* CPUID.0x8000001E:EAX (AMD), ~0 if absent */
 static uint32_t ext_cores;		   /* CPUID.0x80000008:ECX[7:0] + 1 (AMD), 0 if absent */
+static uint32_t leaf4_cores[PV_MAX_CPUS];  /* CPUID.4:EAX[31:26] + 1 (Intel), 0 if absent */
 
 static void cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
 {
 	asm volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(sub));
 }
 
+static bool is_amd(void)
+{
+	uint32_t r[4];
+
+	cpuid(0, 0, r);
+	return r[1] == 0x68747541u /* "Auth" */ || r[1] == 0x6f677948u /* "Hygo" */;
+}
+
+/* Intel's topology twin of AMD's 0x80000008: cores per package in leaf 4 EAX[31:26]. */
+static void check_in_intel(uint32_t cpu)
+{
+	uint32_t r[4];
+
+	cpuid(0, 0, r);
+	if (r[0] < 4)
+		return;
+	cpuid(4, 0, r);
+	if ((r[0] & 0x1f) != 0) /* cache type 0: no cache leaves */
+		leaf4_cores[cpu] = (r[0] >> 26) + 1;
+}
+
+static void check_in_amd(uint32_t cpu)
+{
+	uint32_t r[4];
+
+	cpuid(0x80000000, 0, r);
+	if (r[0] >= 0x80000008 && cpu == 0) {
+		uint32_t e[4];
+
+		cpuid(0x80000008, 0, e);
+		ext_cores = (e[2] & 0xff) + 1;
+	}
+	if (r[0] >= 0x8000001e) {
+		cpuid(0x8000001e, 0, r);
+		ext_apic[cpu] = r[0];
+	}
+}
+
+/* Every CPU, whatever its vendor, records what it sees and sets its bit. */
 static void check_in(uint32_t cpu, void *arg)
 {
 	uint32_t r[4];
@@ -36,21 +77,41 @@ static void check_in(uint32_t cpu, void *arg)
 		leafb_count[cpu] = r[1] & 0xffff;
 	}
 	ext_apic[cpu] = ~0u;
-	cpuid(0, 0, r);
-	if (r[1] != 0x68747541u) /* the extended topology leaves below are AMD's */
-		return;
-	cpuid(0x80000000, 0, r);
-	if (r[0] >= 0x80000008 && cpu == 0) {
-		uint32_t e[4];
-
-		cpuid(0x80000008, 0, e);
-		ext_cores = (e[2] & 0xff) + 1;
-	}
-	if (r[0] >= 0x8000001e) {
-		cpuid(0x8000001e, 0, r);
-		ext_apic[cpu] = r[0];
-	}
+	if (is_amd())
+		check_in_amd(cpu);
+	else
+		check_in_intel(cpu);
 	__atomic_or_fetch(&online_mask, 1ULL << cpu, __ATOMIC_ACQ_REL);
+}
+
+/* The vendor's own core-count leaf agrees with --cpus on every CPU. */
+static void check_vendor_topology(uint32_t n)
+{
+	uint32_t bad = 0;
+
+	if (is_amd()) {
+		if (ext_cores == 0)
+			report_skip("CPUID leaf 0x80000008 core count: not offered by this AMD host");
+		else
+			report(ext_cores == n, "CPUID leaf 0x80000008 (AMD): %u cores (got %u)", n,
+			       ext_cores);
+		if (ext_apic[0] == ~0u) {
+			report_skip("CPUID leaf 0x8000001E not offered by this host");
+		} else {
+			for (uint32_t i = 0; i < n; i++)
+				bad += ext_apic[i] != smp_apic_id(i);
+			report(bad == 0, "CPUID leaf 0x8000001E gives each CPU its extended APIC id");
+		}
+		return;
+	}
+	if (leaf4_cores[0] == 0) {
+		report_skip("CPUID leaf 4 (Intel cache topology) not offered by this host");
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		bad += leaf4_cores[i] != (n > 64 ? 64 : n);
+	report(bad == 0, "CPUID leaf 4 (Intel): %u cores per package on every CPU (cpu 0 got %u)", n,
+	       leaf4_cores[0]);
 }
 
 int main(const struct pv_bootinfo *bi)
@@ -93,19 +154,7 @@ int main(const struct pv_bootinfo *bi)
 		report(bad == 0, "CPUID leaf 0xB: x2APIC ids match, %u CPUs at core level (got %u)", n,
 		       leafb_count[0]);
 	}
-	if (ext_cores == 0) {
-		report_skip("CPUID leaf 0x80000008 core count: not an AMD CPU");
-	} else {
-		report(ext_cores == n, "CPUID leaf 0x80000008: %u cores (got %u)", n, ext_cores);
-	}
-	if (ext_apic[0] == ~0u) {
-		report_skip("CPUID leaf 0x8000001E not offered by this host");
-	} else {
-		bad = 0;
-		for (uint32_t i = 0; i < n; i++)
-			bad += ext_apic[i] != smp_apic_id(i);
-		report(bad == 0, "CPUID leaf 0x8000001E gives each CPU its extended APIC id");
-	}
+	check_vendor_topology(n);
 
 	/* A second round re-INITs the parked APs. */
 	if (n > 1) {
