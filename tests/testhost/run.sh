@@ -9,7 +9,9 @@
 # TESTHOST_MEM, TESTHOST_CPUS (default 1: with 2, both TCG vCPUs have been seen
 # to wedge in the kernel, and one is faster for these tests), TESTHOST_KEEP=1 keeps the work directory,
 # TESTHOST_DEBUG=' ' shows the kernel log, TESTHOST_EXTRA: host files to copy in at the
-# same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries).
+# same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries,
+# TESTHOST_USERLAND=gnu puts this machine's GNU coreutils, grep, sed, awk,
+# findutils and dash (as sh) first on PATH instead of busybox's applets).
 # docs/testing.md explains why this exists.
 set -euo pipefail
 
@@ -55,7 +57,25 @@ for f in ${TESTHOST_EXTRA:-}; do
 	mkdir -p "$r$(dirname "$f")"
 	cp -a "$f" "$r$f"
 done
-find "$r/work" ${TESTHOST_EXTRA:+$(for f in $TESTHOST_EXTRA; do echo "$r$f"; done)} -type f -perm -u+x | while read -r f; do
+userland=${TESTHOST_USERLAND:-busybox}
+case "$userland" in
+busybox) ;;
+gnu)
+	# A GNU userland like a Debian host's: every coreutils program, and the
+	# other tools the tests use, in /gnu/bin, which the init puts first on PATH.
+	mkdir -p "$r/gnu/bin"
+	for p in coreutils grep sed findutils; do
+		dpkg -L "$p" | grep -E '^(/usr)?/s?bin/[^/]+$'
+	done | while read -r f; do
+		[ -f "$f" ] && cp -L "$f" "$r/gnu/bin/$(basename "$f")"
+	done
+	cp -L "$(command -v awk)" "$r/gnu/bin/awk"
+	cp -L /bin/dash "$r/gnu/bin/sh"
+	[ -x "$r/gnu/bin/timeout" ] || { echo "testhost: GNU coreutils' timeout not found" >&2; exit 1; }
+	;;
+*) echo "testhost: TESTHOST_USERLAND must be busybox or gnu, not '$userland'" >&2; exit 2 ;;
+esac
+find "$r/work" $([ -d "$r/gnu" ] && echo "$r/gnu") ${TESTHOST_EXTRA:+$(for f in $TESTHOST_EXTRA; do echo "$r$f"; done)} -type f -perm -u+x | while read -r f; do
 	ldd "$f" 2>/dev/null | grep -o '/[^ ]*' || true
 done | sort -u | while read -r lib; do
 	[ -e "$lib" ] || continue
@@ -70,6 +90,7 @@ printf 'root:x:0:\nnogroup:x:65534:\n' > "$r/etc/group"
 cat > "$r/init" <<'INIT'
 #!/bin/busybox sh
 /bin/busybox --install -s /bin
+[ -d /gnu/bin ] && export PATH="/gnu/bin:${PATH:-/sbin:/usr/sbin:/bin:/usr/bin}"
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/shm && mount -t tmpfs tmp /dev/shm; mount -t tmpfs tmp /tmp
 for m in irqbypass ccp kvm kvm-amd; do insmod /mod/$m.ko 2>/dev/null; done
@@ -78,8 +99,10 @@ if [ ! -c /dev/kvm ]; then
 	dmesg | grep -i -E 'kvm|svm' | tail -5
 	echo "@@TESTHOST_EXIT=1"
 else
-	echo "testhost: $(uname -r), KVM on emulated SVM, $(grep -c ^processor /proc/cpuinfo) CPUs"
-	cd /work && sh /cmd
+	echo "testhost: $(uname -r), KVM on emulated SVM, $(grep -c ^processor /proc/cpuinfo) CPUs, $([ -d /gnu/bin ] && echo "GNU userland (/gnu/bin first on PATH)" || echo "busybox userland")"
+	# busybox sh prefers its own applets over PATH: with GNU tools, run the
+	# command under dash, which looks every name up on PATH.
+	if [ -d /gnu/bin ]; then cd /work && /gnu/bin/sh /cmd; else cd /work && sh /cmd; fi
 	echo "@@TESTHOST_EXIT=$?"
 fi
 poweroff -f
