@@ -11,7 +11,7 @@ set -eu
 
 build=${BUILD:-build}
 runs=${BENCH_RUNS:-20}
-host=${BENCH_HOST:-KVM on this machine}
+host="$("${BUILD:-build}/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
 spawn=$build/bench/spawn
 pv=$build/perfvisor
 hello=$build/guests/hello.elf

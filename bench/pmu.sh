@@ -13,7 +13,7 @@ set -eu
 
 build=${BUILD:-build}
 runs=${BENCH_PMU_RUNS:-5}
-host=${BENCH_HOST:-KVM on this machine}
+host="$("${BUILD:-build}/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
 pv=$build/perfvisor
 guest=$build/guests/pmu-bench.elf
 case "$runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PMU_RUNS must be a positive number" >&2; exit 2 ;; esac
