@@ -86,7 +86,8 @@ static void fix_entry(struct kvm_cpuid_entry2 *e, unsigned index, unsigned n, bo
 	}
 }
 
-int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct kvm_cpuid2 *out, unsigned cap)
+int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct kvm_cpuid2 *out,
+		unsigned cap)
 {
 	bool amd = cpuid_is_amd(sup);
 	bool topo_done[2] = { false, false }; /* 0xB, 0x1F */

@@ -129,7 +129,7 @@ static void each_vcpu(const struct leaf *l, size_t nl,
 	for (size_t k = 0; k < sizeof(counts) / sizeof(counts[0]); k++) {
 		unsigned n = counts[k];
 
-		for (unsigned index = 0; index < n; index += n > 2 ? n / 2 - 1 : 1) {
+		for (unsigned index = 0; index<n; index += n> 2 ? n / 2 - 1 : 1) {
 			struct kvm_cpuid2 *c = build(sup, index, n);
 
 			check(c, index, n);

@@ -37,7 +37,8 @@ static void mkroot(const char *flags, const char *const *modules)
 	snprintf(path, sizeof(path), "%s/proc/cpuinfo", root);
 	f = fopen(path, "w");
 	cr_assert(f);
-	fprintf(f, "processor\t: 0\nvendor_id\t: X\nflags\t\t: %s\n\nprocessor\t: 1\nflags\t\t: %s\n", flags, flags);
+	fprintf(f, "processor\t: 0\nvendor_id\t: X\nflags\t\t: %s\n\nprocessor\t: 1\nflags\t\t: %s\n", flags,
+		flags);
 	fclose(f);
 }
 
