@@ -15,6 +15,10 @@ DEPS_devices := util
 DEPS_stats := util
 DEPS_pmu := util
 DEPS_vmm := devices stats pmu util
+# System libraries a component's code needs (its unit tests link them too):
+# libfdt for the snapshot state file, xxhash for its checksums, liburing for
+# snapshot memory I/O, jansson for the control socket.
+LIBS_vmm := -lfdt -lxxhash -luring -ljansson
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
@@ -52,7 +56,7 @@ $(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcar
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) -ljansson $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) $$(LIBS_vmm) $$(LDLIBS)
 
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.
@@ -60,7 +64,7 @@ $(foreach c,$(COMPONENTS),
 $(patsubst %,$(1)/tests/%,$(filter test_$(c) test_$(c)_%,$(UNIT_NAMES))): $(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/lib$(c).a $(patsubst %,$(1)/lib%.a,$(DEPS_$(c)))
 	$$(Q)mkdir -p $$(dir $$@)
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $$< -L$(1) -l$(c) $(patsubst %,-l%,$(DEPS_$(c))) $$(CRITERION_LIBS) $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $$< -L$(1) -l$(c) $(patsubst %,-l%,$(DEPS_$(c))) $$(LIBS_$(c)) $$(CRITERION_LIBS) $$(LDLIBS)
 )
 endef
 

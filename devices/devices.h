@@ -9,6 +9,7 @@
 #ifndef PERFVISOR_DEVICES_H
 #define PERFVISOR_DEVICES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,29 @@ void serial_write(struct serial *s, unsigned offset, uint8_t value);
 /* Queue input bytes for the guest (RBR). Returns bytes accepted (FIFO may be full). Any thread. */
 size_t serial_push_input(struct serial *s, const uint8_t *buf, size_t len);
 
+#define SERIAL_RX_MAX 256 /* input bytes the UART holds for the guest */
+
+/* The UART's whole state, for snapshots: registers, sticky bits, pending input in order. */
+struct serial_state {
+	uint8_t ier, lcr, mcr, fcr, scr, dll, dlm;
+	uint8_t lsr_errors; /* sticky LSR error bits (OE, PE, FE, BI) */
+	uint8_t msr;	    /* modem status, delta bits included */
+	bool thri_pending;
+	uint16_t rx_count;
+	uint8_t rx[SERIAL_RX_MAX];
+};
+
+/* Copy the state out. Any thread. */
+void serial_save(struct serial *s, struct serial_state *st);
+/* Could a UART be in this state (register bits it can hold, input within SERIAL_RX_MAX)? Pure. */
+bool serial_state_valid(const struct serial_state *st);
+/*
+ * Load a saved state and drive the interrupt line to match it. -EINVAL,
+ * changing nothing, if no UART could be in it (bits a register cannot
+ * hold, more input than SERIAL_RX_MAX). Any thread.
+ */
+int serial_restore(struct serial *s, const struct serial_state *st);
+
 /* ---- Test device (ucall, include/perfvisor/testdev.h) -------------------- */
 struct testdev;
 
@@ -51,6 +75,8 @@ void testdev_destroy(struct testdev *t);
 /* A guest OUT to PV_TESTDEV_PORT of `len` bytes carrying `value`. Thread-safe. */
 void testdev_write(struct testdev *t, uint32_t value, unsigned len);
 void testdev_get_counters(struct testdev *t, struct testdev_counters *out);
+/* Continue counting from saved counters (a restored VM). */
+void testdev_set_counters(struct testdev *t, const struct testdev_counters *in);
 
 /* ---- QEMU-compatible debug exit (port 0xf4) ------------------------------ */
 /* A guest write of `value` stops the VM with status (value << 1) | 1, masked to 8 bits. */
@@ -64,5 +90,19 @@ void i8042_destroy(struct i8042 *k);
 /* port is 0x60 or 0x64. Writing 0xfe to 0x64 pulses reset: the VM stops with status 0. */
 uint8_t i8042_read(struct i8042 *k, uint16_t port);
 void i8042_write(struct i8042 *k, uint16_t port, uint8_t value);
+
+/* The controller's state, for snapshots. */
+struct i8042_state {
+	uint8_t ctr;	 /* command byte */
+	uint8_t pending; /* 0, or the command (0x60) waiting for its data byte */
+	bool obf;	 /* output buffer full */
+	uint8_t out;	 /* the output byte */
+};
+
+void i8042_save(struct i8042 *k, struct i8042_state *st);
+/* Is the pending command one the controller waits on (none, or 0x60)? Pure. */
+bool i8042_state_valid(const struct i8042_state *st);
+/* -EINVAL, changing nothing, for a pending command the controller never waits on. */
+int i8042_restore(struct i8042 *k, const struct i8042_state *st);
 
 #endif

@@ -105,3 +105,28 @@ void i8042_write(struct i8042 *k, uint16_t port, uint8_t value)
 	}
 	pthread_mutex_unlock(&k->lock);
 }
+
+void i8042_save(struct i8042 *k, struct i8042_state *st)
+{
+	pthread_mutex_lock(&k->lock);
+	*st = (struct i8042_state){ .ctr = k->ctr, .pending = k->pending, .obf = k->obf, .out = k->out };
+	pthread_mutex_unlock(&k->lock);
+}
+
+bool i8042_state_valid(const struct i8042_state *st)
+{
+	return st->pending == 0 || st->pending == I8042_CMD_WRITE_CTR;
+}
+
+int i8042_restore(struct i8042 *k, const struct i8042_state *st)
+{
+	if (!i8042_state_valid(st))
+		return -EINVAL;
+	pthread_mutex_lock(&k->lock);
+	k->ctr = st->ctr;
+	k->pending = st->pending;
+	k->obf = st->obf;
+	k->out = st->out;
+	pthread_mutex_unlock(&k->lock);
+	return 0;
+}

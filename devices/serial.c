@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Register offsets. */
 #define UART_RBR 0 /* read; THR on write; DLL with DLAB */
@@ -63,7 +64,7 @@
 #define UART_MSR_DELTAS 0x0f
 
 /* Input FIFO: larger than the 16550's 16 bytes so pasted input is not lost. */
-#define SERIAL_RX_SIZE 256
+#define SERIAL_RX_SIZE SERIAL_RX_MAX
 
 /*
  * Host callbacks run with `lock` held, so irq levels and console bytes reach
@@ -319,4 +320,53 @@ size_t serial_push_input(struct serial *s, const uint8_t *buf, size_t len)
 	serial_update_irq(s);
 	pthread_mutex_unlock(&s->lock);
 	return n;
+}
+
+void serial_save(struct serial *s, struct serial_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->lock);
+	st->ier = s->ier;
+	st->lcr = s->lcr;
+	st->mcr = s->mcr;
+	st->fcr = s->fcr;
+	st->scr = s->scr;
+	st->dll = s->dll;
+	st->dlm = s->dlm;
+	st->lsr_errors = s->lsr_errors;
+	st->msr = s->msr;
+	st->thri_pending = s->thri_pending;
+	st->rx_count = (uint16_t)s->rx_count;
+	for (unsigned i = 0; i < s->rx_count; i++)
+		st->rx[i] = s->rx[(s->rx_head + i) % SERIAL_RX_SIZE];
+	pthread_mutex_unlock(&s->lock);
+}
+
+bool serial_state_valid(const struct serial_state *st)
+{
+	return !(st->ier & ~0x0f) && !(st->mcr & ~0x1f) && !(st->lsr_errors & ~UART_LSR_ERRORS) &&
+	       !(st->fcr & (UART_FCR_CLEAR_RX | UART_FCR_CLEAR_TX)) && st->rx_count <= SERIAL_RX_MAX;
+}
+
+int serial_restore(struct serial *s, const struct serial_state *st)
+{
+	if (!serial_state_valid(st))
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	s->ier = st->ier;
+	s->lcr = st->lcr;
+	s->mcr = st->mcr;
+	s->fcr = st->fcr;
+	s->scr = st->scr;
+	s->dll = st->dll;
+	s->dlm = st->dlm;
+	s->lsr_errors = st->lsr_errors;
+	s->msr = st->msr;
+	s->thri_pending = st->thri_pending;
+	s->rx_head = 0;
+	s->rx_count = st->rx_count;
+	memcpy(s->rx, st->rx, st->rx_count);
+	serial_update_irq(s);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
 }

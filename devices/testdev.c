@@ -59,6 +59,15 @@ void testdev_get_counters(struct testdev *t, struct testdev_counters *out)
 	out->bad_requests = __atomic_load_n(&t->c.bad_requests, __ATOMIC_RELAXED);
 }
 
+void testdev_set_counters(struct testdev *t, const struct testdev_counters *in)
+{
+	__atomic_store_n(&t->c.prints, in->prints, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->c.syncs, in->syncs, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->c.asserts, in->asserts, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->c.dones, in->dones, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->c.bad_requests, in->bad_requests, __ATOMIC_RELAXED);
+}
+
 static void testdev_count(uint64_t *counter)
 {
 	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);

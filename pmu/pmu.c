@@ -544,3 +544,110 @@ int pmu_msr_write(struct pmu_vcpu *p, uint32_t index, uint64_t val)
 	page_publish(p);
 	return 0;
 }
+
+/* ---- snapshot and restore ------------------------------------------------------ */
+
+void pmu_vcpu_save(struct pmu_vcpu *p, struct pmu_vcpu_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	sync_all(p);
+	s->global_ctrl = p->global_ctrl;
+	s->status = p->status;
+	s->pmi_cfg = p->pmi_cfg;
+	s->page = p->page_msr;
+	for (unsigned i = 0; i < PMU_NR_COUNTERS; i++) {
+		s->cfg[i] = p->ctr[i].cfg;
+		s->value[i] = p->ctr[i].value;
+	}
+	s->page_seq = p->page_seq;
+	s->page_updates = p->page_updates;
+	s->pmi_pending = p->pmi_pending;
+	s->throttled = p->throttled;
+}
+
+int pmu_vcpu_state_check(const struct pmu_caps *c, const struct pmu_vcpu_state *s, const char **why)
+{
+	struct pmu_vm vm = { .caps = *c };
+	struct pmu_vcpu p = { .vm = &vm };
+	uint64_t ctrs = c->nr_counters >= 64 ? ~0ULL : (1ULL << c->nr_counters) - 1;
+
+	*why = NULL;
+	if (c->nr_counters > PMU_NR_COUNTERS)
+		*why = "more counters than this perfvisor keeps";
+	else if (s->global_ctrl & ~ctrs)
+		*why = "GLOBAL_CTRL enables a counter that does not exist";
+	else if (s->status & ~(ctrs | PV_PMU_STATUS_THROTTLED))
+		*why = "GLOBAL_STATUS has a bit that does not exist";
+	else if ((s->pmi_cfg & ~PV_PMU_PMI_VALID) ||
+		 ((s->pmi_cfg & PV_PMU_PMI_MODE_VECTOR) && (s->pmi_cfg & PV_PMU_PMI_VECTOR_MASK) < 0x20))
+		*why = "PMI_CFG is not a valid configuration";
+	else if (s->page & ~(PV_PMU_PAGE_ADDR_MASK | PV_PMU_PAGE_ENABLE))
+		*why = "PAGE has reserved bits set";
+	else if (s->page_seq % 2)
+		*why = "the counter page's sequence count is odd (saved mid-update)";
+	for (unsigned i = 0; i < PMU_NR_COUNTERS && !*why; i++) {
+		if (i >= c->nr_counters && (s->cfg[i] || s->value[i]))
+			*why = "a counter beyond the advertised ones is configured";
+		else if (s->value[i] & ~PV_PMU_COUNTER_MASK)
+			*why = "a counter value is wider than the counter";
+		else if (i < c->nr_counters)
+			*why = cfg_check(&p, s->cfg[i]);
+	}
+	return *why ? -EINVAL : 0;
+}
+
+int pmu_vcpu_restore(struct pmu_vcpu *p, const struct pmu_vcpu_state *s, const char **why)
+{
+	int rc = pmu_vcpu_state_check(&p->vm->caps, s, why);
+
+	if (rc)
+		return rc;
+	/*
+	 * The guest's own write path, in an order that opens each host counter
+	 * once, already at its restored value: counters first with GLOBAL_CTRL
+	 * clear, then GLOBAL_CTRL. PMI_CFG keeps MASK as saved.
+	 */
+	for (unsigned i = 0; i < p->vm->caps.nr_counters; i++) {
+		p->ctr[i].cfg = s->cfg[i];
+		p->ctr[i].value = s->value[i];
+	}
+	p->pmi_cfg = s->pmi_cfg;
+	if (s->page & PV_PMU_PAGE_ENABLE) {
+		p->page = p->ops->page(p->ctx, s->page & PV_PMU_PAGE_ADDR_MASK);
+		if (!p->page) {
+			*why = "the counter page is not in guest RAM";
+			return -EINVAL;
+		}
+	}
+	p->page_msr = s->page;
+	p->page_seq = (uint32_t)s->page_seq;
+	p->page_updates = s->page_updates;
+	p->global_ctrl = s->global_ctrl;
+	for (unsigned i = 0; i < p->vm->caps.nr_counters; i++)
+		ctr_update(p, i, false);
+	/* Host-initiated only: registers and a flag the guest cannot write. */
+	p->status = s->status;
+	p->pmi_pending = s->pmi_pending;
+	p->throttled = s->throttled;
+	pmi_deliver(p);
+	page_publish(p);
+	return 0;
+}
+
+bool pmu_caps_equal(const struct pmu_caps *a, const struct pmu_caps *b, const char **why)
+{
+	*why = NULL;
+	if (a->nr_counters != b->nr_counters)
+		*why = "number of counters";
+	else if (a->features != b->features)
+		*why = "feature bits";
+	else if (a->min_period != b->min_period || a->min_period_ns != b->min_period_ns ||
+		 a->max_pmis_per_s != b->max_pmis_per_s || a->host_budget != b->host_budget)
+		*why = "limits (minimum periods, PMI rate, host counter budget)";
+	else if (memcmp(a->avail, b->avail, sizeof(a->avail)))
+		*why = "available events (AVAIL bitmap)";
+	else if (memcmp(a->sample, b->sample, sizeof(a->sample)) ||
+		 memcmp(a->filter, b->filter, sizeof(a->filter)))
+		*why = "sampling or filter bitmaps";
+	return *why == NULL;
+}

@@ -153,6 +153,41 @@ void pmu_poll(struct pmu_vcpu *p);
 /* Whether the vCPU needs a periodic exit (page with host counters, or a throttled PMI). */
 bool pmu_wants_refresh(const struct pmu_vcpu *p);
 
+/* ---- snapshot and restore (docs/pvpmu.md section 13) ------------------------------ */
+/*
+ * A vCPU's PV PMU state as the guest sees it: the MSR values (CTR as of a
+ * sync at save time), the pending-PMI flag, and the counter page's
+ * sequence and update counts (so a guest reading the page never sees them
+ * go back). ERROR is not part of it: a restore recomputes it.
+ */
+struct pmu_vcpu_state {
+	uint64_t global_ctrl, status, pmi_cfg, page;
+	uint64_t cfg[PMU_NR_COUNTERS], value[PMU_NR_COUNTERS];
+	uint64_t page_seq, page_updates;
+	bool pmi_pending, throttled;
+};
+
+/* Sync every counter, then copy the state out. The vCPU's thread. */
+void pmu_vcpu_save(struct pmu_vcpu *p, struct pmu_vcpu_state *s);
+/*
+ * Is `s` a state these capabilities could have produced? Every value passes
+ * the checks a guest write would (reserved bits, counters that exist,
+ * available events, the filter rule), CTR values fit the width, and the
+ * page is page-aligned. 0, or -EINVAL with *why set. Pure; any thread.
+ */
+int pmu_vcpu_state_check(const struct pmu_caps *c, const struct pmu_vcpu_state *s, const char **why);
+/*
+ * Restore `s` into a freshly initialised vCPU PMU through the emulation's
+ * own write path, host-initiated (it may set GLOBAL_STATUS and the pending
+ * flag, which a guest cannot). Host counters are opened again on the
+ * calling thread and continue from the saved CTR values; one the host
+ * cannot back sets its ERROR bit, as at any start. Returns 0, or -EINVAL
+ * (with *why) if pmu_vcpu_state_check refuses s. The vCPU's thread.
+ */
+int pmu_vcpu_restore(struct pmu_vcpu *p, const struct pmu_vcpu_state *s, const char **why);
+/* Do two hosts offer the guest the same PMU (counters, features, limits, bitmaps)? Pure. */
+bool pmu_caps_equal(const struct pmu_caps *a, const struct pmu_caps *b, const char **why);
+
 /* ---- the perf_event_open backend (perf.c) -------------------------------------- */
 /* Open ev on the calling thread; if period, sample and signal `signo` to this thread on overflow. */
 int pmu_perf_open(const struct pmu_event_info *ev, uint64_t cfg, uint64_t period, int signo);

@@ -6,8 +6,10 @@ set -euo pipefail
 
 # Build: compiler, KVM API headers, the libraries the components link,
 # Criterion for the unit tests, clang-format for `make format-check`.
+# libxxhash-dev: the snapshot checksums (XXH3, far faster than a CRC over GiBs).
+# clang and libclang-rt-dev: libFuzzer for the fuzz targets `make check` runs briefly.
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
-	liburing-dev libjansson-dev libcriterion-dev clang-format)
+	liburing-dev libjansson-dev libcriterion-dev clang-format libxxhash-dev clang libclang-rt-dev)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

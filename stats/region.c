@@ -114,6 +114,19 @@ int sb_declare(struct stats_region *r, enum pv_stats_record record, const char *
 	return 0;
 }
 
+unsigned sb_nr_fields(const struct stats_region *r)
+{
+	return r->nr_desc;
+}
+
+const struct pv_stats_desc *sb_field_at(const struct stats_region *r, unsigned i, struct sb_field *f)
+{
+	if (i >= r->nr_desc)
+		return NULL;
+	*f = (struct sb_field){ .record = r->desc[i].record, .offset = r->desc[i].offset };
+	return &r->desc[i];
+}
+
 static void set_array(struct pv_stats_array *a, uint64_t offset, uint32_t size, uint32_t slots)
 {
 	a->offset = offset;

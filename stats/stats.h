@@ -116,6 +116,14 @@ static inline void sb_set(struct sb_entry e, struct sb_field f, uint64_t v)
 	__atomic_store_n(sb_slot(e, f), v, __ATOMIC_RELAXED);
 }
 
+/*
+ * The declared fields, in declaration order: field i's descriptor (name,
+ * kind, record) and its handle in *f, or NULL past the end. For code that
+ * handles every field by name, e.g. a snapshot. Any thread.
+ */
+unsigned sb_nr_fields(const struct stats_region *r);
+const struct pv_stats_desc *sb_field_at(const struct stats_region *r, unsigned i, struct sb_field *f);
+
 /* The current value of field f of vCPU idx (no seqlock: one u64 is atomic). Any thread. */
 uint64_t sb_get(struct stats_region *r, unsigned idx, struct sb_field f);
 /* The sum of field f over all online vCPUs. Any thread. */

@@ -127,10 +127,41 @@ static json_t *api_error(const char *fmt, ...)
 	char msg[256];
 	va_list ap;
 
+	json_t *reply;
+
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	reply = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+	if (reply)
+		return reply;
+	/* Not UTF-8 (a name cut inside a character, say): every client still gets its reply. */
+	for (char *c = msg; *c; c++)
+		if ((unsigned char)*c >= 0x80)
+			*c = '?';
 	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+/* {"cmd":"snapshot","dir":"/abs/path"[,"then":"resume"|"stop"]} (docs/api.md, docs/snapshot.md) */
+static json_t *api_snapshot(struct vm *vm, json_t *req)
+{
+	const char *dir = NULL, *then = "resume";
+	struct vm_snapshot_result res;
+	struct errbuf err;
+	json_error_t jerr;
+
+	if (json_unpack_ex(req, &jerr, 0, "{s:s, s?:s}", "dir", &dir, "then", &then) < 0)
+		return api_error("snapshot needs \"dir\" (a string) and takes \"then\": %s", jerr.text);
+	if (dir[0] != '/')
+		return api_error("snapshot: \"dir\" must be an absolute path (got '%.100s')", dir);
+	if (strcmp(then, "resume") && strcmp(then, "stop"))
+		return api_error("snapshot: \"then\" must be \"resume\" or \"stop\" (got '%.40s')", then);
+	if (vm_snapshot(vm, dir, !strcmp(then, "stop"), &res, &err))
+		return api_error("%s", err.msg);
+	return json_pack("{s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "ok", 1, "dir", dir, "then", then,
+			 "paused_ns", (json_int_t)res.paused_ns, "memory_ns", (json_int_t)res.memory_ns,
+			 "memory_bytes", (json_int_t)res.memory_bytes, "state_bytes",
+			 (json_int_t)res.state_bytes, "memory_io", res.used_uring ? "io_uring" : "pwrite");
 }
 
 static json_t *api_query(struct vm *vm)
@@ -183,10 +214,14 @@ static void api_handle_line(struct vm *vm, int cfd, const char *line)
 	} else if (!strcmp(cmd, "resume")) {
 		vm_resume(vm);
 		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "running"), -1);
+	} else if (!strcmp(cmd, "snapshot")) {
+		api_send(cfd, api_snapshot(vm, req), -1);
 	} else {
 		vm->api.bad_requests++;
-		api_send(cfd, api_error("unknown command '%.100s' (query, stats-fd, pause, resume)", cmd),
-			 -1);
+		api_send(
+			cfd,
+			api_error("unknown command '%.100s' (query, stats-fd, pause, resume, snapshot)", cmd),
+			-1);
 	}
 	json_decref(req);
 }

@@ -14,9 +14,17 @@
 
 const char cli_run_usage[] =
 	"Usage: perfvisor run --kernel FILE [options]\n"
-	"Boot an ELF64 guest (docs/boot.md) on KVM and exit with its status.\n"
+	"       perfvisor run --restore DIR [options]\n"
+	"Boot an ELF64 guest (docs/boot.md) on KVM, or continue a snapshot (docs/snapshot.md),\n"
+	"and exit with its status.\n"
 	"\n"
-	"  --kernel FILE        guest ELF64 executable (required)\n"
+	"  --kernel FILE        guest ELF64 executable (required, unless --restore)\n"
+	"  --restore DIR        continue the VM saved in snapshot directory DIR: its vCPUs, memory,\n"
+	"                       devices, PV PMU and statistics; --kernel, --cpus, --memory, --cmdline\n"
+	"                       and --pmu come from the snapshot and may not be given\n"
+	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
+	"                       read it into fresh RAM\n"
+	"  --no-memory-check    skip the memory file's checksum (the state file is always checked)\n"
 	"  --cpus N             number of vCPUs, 1-64 (default 1)\n"
 	"  --memory SIZE        guest RAM, e.g. 64M, 1G; 4M-3G, 4 KiB multiple (default 64M)\n"
 	"  --cmdline STR        command line passed to the guest (at most 4095 bytes)\n"
@@ -43,7 +51,10 @@ enum {
 	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_API_SOCKET,
-	OPT_PMU
+	OPT_PMU,
+	OPT_RESTORE,
+	OPT_RESTORE_MEMORY,
+	OPT_NO_MEMORY_CHECK
 };
 
 static const struct option run_options[] = {
@@ -58,6 +69,9 @@ static const struct option run_options[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ "pmu", required_argument, NULL, OPT_PMU },
+	{ "restore", required_argument, NULL, OPT_RESTORE },
+	{ "restore-memory", required_argument, NULL, OPT_RESTORE_MEMORY },
+	{ "no-memory-check", no_argument, NULL, OPT_NO_MEMORY_CHECK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -133,6 +147,20 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 			return errbuf_set(err, -EINVAL, "--pmu must be on or off (got '%s')", arg);
 		cfg->pmu = !strcmp(arg, "on");
 		return 0;
+	case OPT_RESTORE:
+		if (arg[0] == '\0')
+			return errbuf_set(err, -EINVAL, "--restore needs a snapshot directory");
+		cfg->restore = arg;
+		return 0;
+	case OPT_RESTORE_MEMORY:
+		if (strcmp(arg, "map") && strcmp(arg, "read"))
+			return errbuf_set(err, -EINVAL, "--restore-memory must be map or read (got '%s')",
+					  arg);
+		cfg->restore_read = !strcmp(arg, "read");
+		return 0;
+	case OPT_NO_MEMORY_CHECK:
+		cfg->restore_no_check = true;
+		return 0;
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
@@ -140,6 +168,7 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 
 int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out)
 {
+	uint32_t given = 0; /* bit (opt - OPT_KERNEL): the option was on the command line */
 	int opt, rc;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -170,10 +199,32 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 		rc = parse_one(opt, optarg, cfg, err);
 		if (rc)
 			return rc;
+		if (opt < OPT_KERNEL + 32)
+			given |= 1u << (opt - OPT_KERNEL);
 	}
 	if (optind < argc)
 		return errbuf_set(err, -EINVAL, "unexpected argument '%s' (see perfvisor run --help)",
 				  argv[optind]);
+	if (cfg->restore) {
+		static const struct {
+			int opt;
+			const char *name;
+		} from_snapshot[] = { { OPT_KERNEL, "--kernel" },
+				      { OPT_CPUS, "--cpus" },
+				      { OPT_MEMORY, "--memory" },
+				      { OPT_CMDLINE, "--cmdline" },
+				      { OPT_PMU, "--pmu" } };
+
+		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
+			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))
+				return errbuf_set(
+					err, -EINVAL,
+					"%s cannot be combined with --restore: the snapshot sets it",
+					from_snapshot[i].name);
+		return 0;
+	}
+	if (given & ((1u << (OPT_RESTORE_MEMORY - OPT_KERNEL)) | (1u << (OPT_NO_MEMORY_CHECK - OPT_KERNEL))))
+		return errbuf_set(err, -EINVAL, "--restore-memory and --no-memory-check need --restore");
 	if (!cfg->kernel)
 		return errbuf_set(err, -EINVAL, "--kernel FILE is required (see perfvisor run --help)");
 	return 0;

@@ -59,6 +59,26 @@ err_close:
 	return rc;
 }
 
+int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
+{
+	int rc = gmem_check_size(size, err);
+
+	m->fd = -1;
+	m->hva = NULL;
+	m->size = 0;
+	if (rc)
+		return rc;
+	/* Copy-on-write: pages come from the file when first touched, the file never changes. */
+	m->hva = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	if (m->hva == MAP_FAILED) {
+		m->hva = NULL;
+		return errbuf_set(err, -errno, "guest memory: mmap of the snapshot's memory file: %s",
+				  strerror(errno));
+	}
+	m->size = size;
+	return 0;
+}
+
 void gmem_fini(struct gmem *m)
 {
 	if (m->hva)

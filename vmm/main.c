@@ -18,10 +18,12 @@ static const char main_usage[] =
 	"A compact KVM virtual machine monitor for running and measuring small guests.\n"
 	"\n"
 	"Commands:\n"
-	"  run          boot a guest (perfvisor run --help)\n"
+	"  run          boot a guest, or restore a snapshot (perfvisor run --help)\n"
 	"  api          send requests to a VM's control socket: perfvisor api SOCKET JSON...\n"
 	"  stat         show a running VM's statistics (perfvisor stat --help)\n"
 	"  stats-check  check a running VM's statistics region (perfvisor stats-check --help)\n"
+	"  snapshot     save a running VM into a directory (perfvisor snapshot --help)\n"
+	"  snapshot-info  check a snapshot and show what it holds (perfvisor snapshot-info --help)\n"
 	"  host         which kind of KVM host this is (perfvisor host --help)\n"
 	"  help         show this help\n";
 
@@ -158,6 +160,10 @@ int main(int argc, char **argv)
 		return stats_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "host"))
 		return cmd_host(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "snapshot"))
+		return snap_cmd_snapshot(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "snapshot-info"))
+		return snap_cmd_info(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(main_usage, stdout);
 		return 0;

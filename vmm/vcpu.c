@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -78,6 +79,8 @@ int vcpu_init(struct vm *vm, struct vcpu *v, unsigned index, struct errbuf *err)
 
 void vcpu_fini(struct vcpu *v)
 {
+	free(v->cpuid);
+	v->cpuid = NULL;
 	if (v->run)
 		munmap(v->run, (size_t)v->vm->kvm.vcpu_mmap_size);
 	if (v->fd >= 0)
@@ -282,6 +285,8 @@ static void *vcpu_thread(void *arg)
 			continue;
 		}
 		t0 = util_now_ns();
+		if (!vm->first_run_logged && v->index == 0 && vm->restored)
+			vm_log_first_run(vm, t0);
 		int rc = ioctl(v->fd, KVM_RUN, 0), saved_errno = errno;
 
 		t1 = util_now_ns();

@@ -115,9 +115,13 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	struct vm *vm = calloc(1, sizeof(*vm));
 	int rc;
 
+	bool restore = cfg->restore != NULL;
+
 	*out = NULL;
 	if (!vm)
 		return errbuf_set(err, -ENOMEM, "out of memory");
+	vm->created_ns = util_now_ns();
+	vm->restored_memfd = -1;
 	vm->cfg = *cfg;
 	vm->nr_vcpus = cfg->nr_cpus;
 	vm->fd = -1;
@@ -136,17 +140,19 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		goto fail;
 	}
 
-	/* create */
+	/* create (a restore first reads and checks the whole snapshot: it sets the machine) */
 	host_detect("", &vm->kvm_host);
 	rc = kvmsys_open(&vm->kvm, err);
+	if (!rc && restore)
+		rc = vm_restore_load(vm, err);
 	if (!rc)
-		rc = gmem_init(&vm->mem, cfg->mem_size, err);
+		rc = restore ? vm_restore_memory(vm, err) : gmem_init(&vm->mem, cfg->mem_size, err);
 	if (!rc)
 		rc = vm_setup_kvm(vm, err);
 	if (!rc)
-		rc = console_init(&vm->console, cfg, err);
+		rc = console_init(&vm->console, &vm->cfg, err);
 	/* configure */
-	if (!rc)
+	if (!rc && !restore)
 		rc = loader_load_elf_file(cfg->kernel, &vm->mem, PV_RESERVED_END, &vm->kernel, err);
 	if (!rc)
 		rc = vm_devices_create(vm, err);
@@ -154,10 +160,12 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		rc = vm_pmu_create(vm, err);
 	if (!rc)
 		rc = vm_setup_vcpus(vm, err);
-	if (!rc)
+	if (!rc && !restore)
 		rc = x86_setup_boot_area(vm, err);
-	if (!rc)
+	if (!rc && !restore)
 		rc = x86_setup_bsp(vm, &vm->vcpus[0], err);
+	if (!rc && restore)
+		rc = vm_restore_state(vm, err);
 	if (!rc)
 		rc = vcpu_signal_setup(err);
 	if (rc)
@@ -166,8 +174,13 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	bus_freeze(&vm->bus);
 	/* the statistics region: fields declared, layout fixed, memfd sealed */
 	rc = vm_stats_create(vm, err);
+	if (!rc && restore)
+		rc = vm_restore_stats(vm, err);
 	if (!rc)
 		rc = api_init(&vm->api, cfg->api_socket, err);
+	/* the guest's clock continues from the snapshot: set last, right before the vCPUs start */
+	if (!rc && restore)
+		rc = vm_restore_clock(vm, err);
 	if (rc)
 		goto fail;
 	if (cfg->verbose) {
@@ -175,11 +188,15 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 
 		host_describe(&vm->kvm_host, host, sizeof(host));
 		vm_log(vm, "host: %s", host);
-		vm_log(vm,
-		       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
-		       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
-		       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low, vm->kernel.high,
-		       vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
+		if (restore)
+			vm_log(vm, "restored %s (kernel %s): %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
+			       cfg->restore, vm->cfg.kernel, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
+		else
+			vm_log(vm,
+			       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
+			       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
+			       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low,
+			       vm->kernel.high, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
 	}
 	*out = vm;
 	return 0;
@@ -251,15 +268,48 @@ static void vm_wait(struct vm *vm, int sfd)
 	}
 }
 
+/*
+ * An I/O, MMIO or MSR exit is complete (RIP advanced, a read's value in the
+ * guest's registers) only once KVM_RUN is entered again: do that now, with
+ * immediate_exit set so no guest instruction runs, so the state a snapshot
+ * reads is consistent (KVM's api.rst, KVM_RUN). Not an exit: not counted.
+ */
+static void complete_pending_exit(struct vcpu *v)
+{
+	switch (v->run->exit_reason) {
+	case KVM_EXIT_IO:
+	case KVM_EXIT_MMIO:
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		(void)ioctl(v->fd, KVM_RUN, 0); /* returns -EINTR at once */
+		break;
+	default:
+		break;
+	}
+}
+
 void vm_park_vcpu(struct vcpu *v)
 {
 	struct vm *vm = v->vm;
 
+	complete_pending_exit(v);
 	pthread_mutex_lock(&vm->stop_lock);
 	vm->nr_parked++;
 	pthread_cond_broadcast(&vm->pause_cond);
-	while (atomic_load(&vm->paused) && !atomic_load(&vm->stopping))
+	while (atomic_load(&vm->paused) && !atomic_load(&vm->stopping)) {
+		if (v->park_work) {
+			void (*fn)(struct vcpu *, void *) = v->park_work;
+
+			pthread_mutex_unlock(&vm->stop_lock);
+			fn(v, v->park_arg);
+			pthread_mutex_lock(&vm->stop_lock);
+			v->park_work = NULL;
+			pthread_cond_broadcast(&vm->pause_cond);
+			continue;
+		}
 		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
+	}
 	vm->nr_parked--;
 	pthread_mutex_unlock(&vm->stop_lock);
 	/* The kick that parked us set immediate_exit; clear it unless we are stopping. */
@@ -277,6 +327,34 @@ void vm_pause(struct vm *vm)
 	while (vm->nr_parked < vm->nr_vcpus && !atomic_load(&vm->stopping))
 		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
 	pthread_mutex_unlock(&vm->stop_lock);
+}
+
+void vm_on_parked_vcpus(struct vm *vm, void (*fn)(struct vcpu *v, void *arg), void *arg)
+{
+	bool busy = true;
+
+	pthread_mutex_lock(&vm->stop_lock);
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		vm->vcpus[i].park_work = fn;
+		vm->vcpus[i].park_arg = arg;
+	}
+	pthread_cond_broadcast(&vm->pause_cond);
+	while (busy && !atomic_load(&vm->stopping)) {
+		busy = false;
+		for (unsigned i = 0; i < vm->nr_vcpus; i++)
+			busy |= vm->vcpus[i].park_work != NULL;
+		if (busy)
+			pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
+	}
+	pthread_mutex_unlock(&vm->stop_lock);
+}
+
+void vm_log_first_run(struct vm *vm, uint64_t now)
+{
+	vm->first_run_logged = true;
+	if (vm->cfg.verbose)
+		vm_log(vm, "restore: %.3f ms from the start of the restore to the guest's first KVM_RUN",
+		       (double)(now - vm->created_ns) / 1e6);
 }
 
 void vm_resume(struct vm *vm)
@@ -371,6 +449,7 @@ void vm_destroy(struct vm *vm)
 		close(vm->fd);
 	gmem_fini(&vm->mem);
 	kvmsys_close(&vm->kvm);
+	vm_restore_free(vm);
 	if (vm->stop_efd >= 0)
 		close(vm->stop_efd);
 	pthread_cond_destroy(&vm->pause_cond);

@@ -58,6 +58,14 @@ struct vcpu {
 	struct pmu_vcpu pmu; /* this vCPU's PV PMU; its thread only */
 	timer_t pmu_timer;   /* forces exits while the counter page needs refreshing */
 	bool pmu_timer_created, pmu_timer_armed;
+	struct kvm_cpuid2 *cpuid; /* as configured (KVM_SET_CPUID2), kept for snapshots */
+	/* kvm.* mirror of a restored VM: KVM counts from 0 again, the published value continues */
+	uint64_t kvm_stats_base[VM_STATS_MAX_KVM];
+	/* Work the main thread gives this vCPU while it is parked (vm_on_parked_vcpus); under stop_lock. */
+	void (*park_work)(struct vcpu *v, void *arg);
+	void *park_arg;
+	/* A restore: the PV PMU state this thread loads before its first KVM_RUN, or NULL. */
+	const struct pmu_vcpu_state *restore_pmu;
 };
 
 /* Where console bytes go; shared by the UART and the test device. */
@@ -128,6 +136,12 @@ struct vm {
 	int stop_status;
 	char stop_why[160];
 	int stop_efd; /* eventfd the main thread polls */
+	/* A restored VM: the parsed snapshot (its blob kept until the vCPUs took their state). */
+	struct snap *restored;
+	void *restored_blob;
+	int restored_memfd;  /* the snapshot's memory file until RAM is set up, else -1 */
+	uint64_t created_ns; /* util_now_ns() at vm_create, for the restore timing */
+	bool first_run_logged;
 };
 
 /* kvm.c */
@@ -201,6 +215,37 @@ void vm_pause(struct vm *vm);
 void vm_resume(struct vm *vm);
 /* vCPU thread: park while the VM is paused. */
 void vm_park_vcpu(struct vcpu *v);
+
+/* vm.c: a restored VM's first KVM_RUN (vCPU 0): log how long the restore took, once. */
+void vm_log_first_run(struct vm *vm, uint64_t now);
+/* vm.c: run fn(v, arg) on every parked vCPU's own thread and wait for all. Main thread, VM paused. */
+void vm_on_parked_vcpus(struct vm *vm, void (*fn)(struct vcpu *v, void *arg), void *arg);
+
+/* snapshot.c (docs/snapshot.md) */
+struct vm_snapshot_result {
+	uint64_t paused_ns; /* the guest did not run for this long */
+	uint64_t memory_ns; /* writing the memory file */
+	uint64_t state_bytes, memory_bytes;
+	bool used_uring;
+};
+/* Pause, save everything into `dir` atomically, then resume (or stop the VM). Main thread. */
+int vm_snapshot(struct vm *vm, const char *dir, bool stop_after, struct vm_snapshot_result *res,
+		struct errbuf *err);
+/* Restore: read and check the snapshot cfg->restore names; fills vm->restored, vm->nr_vcpus. */
+int vm_restore_load(struct vm *vm, struct errbuf *err);
+/* Restore: guest RAM from the memory file (mapped or read, checksum checked). */
+int vm_restore_memory(struct vm *vm, struct errbuf *err);
+/* Restore: after the vCPUs exist: the same CPUID and PMU, then every piece of KVM and device state. */
+int vm_restore_state(struct vm *vm, struct errbuf *err);
+/*
+ * Restore: after the stats region exists (the PMU's capabilities are then
+ * complete): the same PV PMU required, the statistics' cumulative values,
+ * and each vCPU's PMU state handed to its thread. Before the vCPUs start.
+ */
+int vm_restore_stats(struct vm *vm, struct errbuf *err);
+/* Restore: the kvmclock, last before the vCPUs start. */
+int vm_restore_clock(struct vm *vm, struct errbuf *err);
+void vm_restore_free(struct vm *vm);
 
 /* vm.c: ask the VM to stop (first caller's status wins). Any thread. */
 void vm_request_stop(struct vm *vm, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

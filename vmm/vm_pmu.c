@@ -243,6 +243,8 @@ void vm_pmu_map_kvm_stat(struct vm *vm, const char *name, struct sb_field f)
 
 /* ---- the vCPU thread -------------------------------------------------------------- */
 
+static int vm_pmu_vcpu_restore(struct vcpu *v, struct errbuf *err);
+
 int vm_pmu_vcpu_start(struct vcpu *v, struct errbuf *err)
 {
 	struct sigevent sev;
@@ -256,6 +258,27 @@ int vm_pmu_vcpu_start(struct vcpu *v, struct errbuf *err)
 	if (timer_create(CLOCK_MONOTONIC, &sev, &v->pmu_timer) < 0)
 		return errbuf_set(err, -errno, "vCPU %u: timer_create: %s", v->index, strerror(errno));
 	v->pmu_timer_created = true;
+	return vm_pmu_vcpu_restore(v, err);
+}
+
+static void refresh_timer(struct vcpu *v);
+static void publish_counters(struct vcpu *v);
+
+/*
+ * A restored VM: this thread re-creates the host counters behind its PMU,
+ * continuing from the saved values, before its first KVM_RUN.
+ */
+static int vm_pmu_vcpu_restore(struct vcpu *v, struct errbuf *err)
+{
+	const char *why;
+
+	if (!v->restore_pmu)
+		return 0;
+	if (pmu_vcpu_restore(&v->pmu, v->restore_pmu, &why))
+		return errbuf_set(err, -EINVAL, "restore: vCPU %u: PV PMU state: %s", v->index, why);
+	v->restore_pmu = NULL;
+	publish_counters(v);
+	refresh_timer(v);
 	return 0;
 }
 

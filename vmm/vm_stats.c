@@ -254,7 +254,7 @@ void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force)
 		return;
 	sb_begin(v->stats);
 	for (unsigned i = 0; i < ks->nr; i++)
-		sb_set(v->stats, ks->field[i], v->kvm_stats_buf[ks->index[i]]);
+		sb_set(v->stats, ks->field[i], v->kvm_stats_base[i] + v->kvm_stats_buf[ks->index[i]]);
 	sb_add(v->stats, v->vm->sf.kvm_refreshes, 1);
 	sb_end(v->stats);
 }

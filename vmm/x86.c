@@ -164,8 +164,11 @@ int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 		return errbuf_set(err, rc, "vCPU %u: CPUID: more leaves than expected", v->index);
 	}
 	vm_pmu_cpuid(vm, c);
-	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0)
+	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0) {
 		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));
-	free(c);
-	return rc;
+		free(c);
+		return rc;
+	}
+	v->cpuid = c; /* as configured: a snapshot saves it, a restore compares it */
+	return 0;
 }

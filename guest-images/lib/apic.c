@@ -45,7 +45,12 @@ void apic_send_ipi(uint32_t apic_id, uint32_t icr_lo)
 void apic_self_ipi(uint8_t vector)
 {
 	apic_sw_enable();
-	apic_send_ipi(apic_read_id(), APIC_ICR_FIXED | vector);
+	apic_send_fixed(apic_read_id(), vector);
+}
+
+void apic_send_fixed(uint32_t apic_id, uint8_t vector)
+{
+	apic_send_ipi(apic_id, APIC_ICR_FIXED | vector);
 }
 
 void apic_eoi(void)

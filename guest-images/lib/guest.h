@@ -339,6 +339,8 @@ uint32_t smp_apic_id(uint32_t cpu);
 uint32_t apic_read_id(void);
 /* Send this CPU a fixed interrupt on `vector` (enables the LAPIC first). Ring 0. */
 void apic_self_ipi(uint8_t vector);
+/* Send the CPU with APIC id `apic_id` a fixed interrupt on `vector`. Ring 0. */
+void apic_send_fixed(uint32_t apic_id, uint8_t vector);
 /* Acknowledge the interrupt being handled (LAPIC EOI). Ring 0. */
 void apic_eoi(void);
 

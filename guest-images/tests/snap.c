@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * snap: a guest that keeps counting while the harness snapshots and
+ * restores it, and checks afterwards that nothing reset and nothing was
+ * counted twice. Each CPU runs phases: ring-3 work (a 64-bit LCG, or a
+ * ring-0 spin with where=ring0), then K port writes; around the writes it
+ * reads its PV PMU counters (exits.io, all exits, task-clock) and checks
+ * the deltas are exact (K, K + 3) and task-clock only grows. At the end
+ * the LCG state must equal the jump-ahead formula over all steps done, so
+ * guest memory and registers survived too. cmdline: phases=N (8), k=K
+ * (100), work_ms=M (150), where=ring3|ring0, aps=run|halt|late (run: every
+ * CPU runs phases; halt: the APs wait in hlt until the end; late: the APs
+ * are started only after the last phase, so they wait for SIPI meanwhile).
+ */
+#include "guest.h"
+
+#define CTR_IO 0
+#define CTR_EXITS 1
+#define CTR_TASK 2
+#define LCG_A 6364136223846793005ULL
+#define LCG_C 1442695040888963407ULL
+#define SEED 0x5eedULL
+#define HALT_WAKE_VECTOR 0x2a
+
+static uint32_t phases, k, work_ms;
+static bool ring0_work;
+static struct pvpmu_info info;
+
+/* Per CPU: its LCG state, steps done, and what its checks found. */
+static struct cpu_state {
+	uint64_t x, steps;
+	uint32_t bad_io, bad_exits, bad_task, phases_done;
+	uint64_t io_total, last_task;
+} cpus[PV_MAX_CPUS];
+
+static volatile uint32_t halt_release;
+static bool halted_ap[PV_MAX_CPUS]; /* aps=halt: this AP only sleeps */
+
+/* Ring 3: step this CPU's LCG until the TSC passes the deadline. */
+static long lcg_until(void *arg)
+{
+	struct cpu_state *c = &cpus[smp_cpu_id()];
+	uint64_t end = (uint64_t)(uintptr_t)arg, x = c->x, n = 0;
+
+	while (rdtsc() < end) {
+		for (int i = 0; i < 64; i++)
+			x = x * LCG_A + LCG_C;
+		n += 64;
+	}
+	c->x = x;
+	c->steps += n;
+	return (long)n;
+}
+
+/* x after n steps from seed, by squaring the affine map (a, c) -> (a*a, a*c + c). */
+static uint64_t lcg_jump(uint64_t seed, uint64_t n)
+{
+	uint64_t a = LCG_A, c = LCG_C, ra = 1, rc = 0;
+
+	for (; n; n >>= 1) {
+		if (n & 1) {
+			ra *= a;
+			rc = rc * a + c;
+		}
+		c = (a + 1) * c;
+		a *= a;
+	}
+	return ra * seed + rc;
+}
+
+static void work(void)
+{
+	uint64_t deadline = tsc_deadline_us((uint64_t)work_ms * 1000);
+
+	if (!ring0_work) {
+		rt_user_call(lcg_until, (void *)(uintptr_t)deadline);
+		return;
+	}
+	while (rdtsc() < deadline)
+		cpu_relax();
+}
+
+static void phase(uint32_t cpu, uint32_t p)
+{
+	struct cpu_state *c = &cpus[cpu];
+	uint64_t e0, i0, i1, e1, t;
+
+	work();
+	e0 = pvpmu_read(CTR_EXITS);
+	i0 = pvpmu_read(CTR_IO);
+	pvpmu_io_exits(k);
+	i1 = pvpmu_read(CTR_IO);
+	e1 = pvpmu_read(CTR_EXITS);
+	t = pvpmu_read(CTR_TASK);
+	/* Exactly K I/O exits; all exits: the K, the two reads after them, plus a few at most. */
+	c->bad_io += i1 - i0 != k;
+	c->bad_exits += e1 - e0 < k + 3ULL || e1 - e0 > k + 3ULL + 5;
+	c->bad_task += t <= c->last_task; /* the work ran on this vCPU's thread: task-clock moved */
+	c->io_total += i1 - i0;
+	c->last_task = t;
+	c->phases_done++;
+	printf("snap: cpu %u phase %u/%u: exits.io +%lu, exits +%lu, task-clock %lu us, lcg steps %lu\n", cpu,
+	       p, phases, i1 - i0, e1 - e0, t / 1000, c->steps);
+}
+
+static void program(void)
+{
+	pvpmu_reset();
+	pvpmu_program(CTR_IO, PV_PMU_EV_EXITS_IO, PV_PMU_CFG_USR | PV_PMU_CFG_OS | PV_PMU_CFG_EN, 0);
+	pvpmu_program(CTR_EXITS, PV_PMU_EV_EXITS, PV_PMU_CFG_USR | PV_PMU_CFG_OS | PV_PMU_CFG_EN, 0);
+	pvpmu_program(CTR_TASK, PV_PMU_EV_TASK_CLOCK, PV_PMU_CFG_USR | PV_PMU_CFG_OS | PV_PMU_CFG_EN, 0);
+	pvpmu_page_register();
+	pvpmu_start((1u << CTR_IO) | (1u << CTR_EXITS) | (1u << CTR_TASK));
+}
+
+static void run_phases(uint32_t cpu, void *arg)
+{
+	(void)arg;
+	cpus[cpu].x = SEED;
+	program();
+	for (uint32_t p = 1; p <= phases; p++)
+		phase(cpu, p);
+}
+
+static bool released(void *arg)
+{
+	(void)arg;
+	return __atomic_load_n(&halt_release, __ATOMIC_ACQUIRE) != 0;
+}
+
+static bool wake_handler(struct rt_regs *regs)
+{
+	(void)regs;
+	apic_eoi();
+	return true;
+}
+
+/* aps=halt: an AP that sleeps in hlt until CPU 0 has finished (it is halted at the snapshot). */
+static void halt_until_released(uint32_t cpu, void *arg)
+{
+	(void)arg;
+	halted_ap[cpu] = true;
+	printf("snap: cpu %u halts until the end\n", cpu);
+	while (!released(NULL))
+		rt_wait_irq(released, NULL, 1000000);
+	cpus[cpu].phases_done = phases; /* nothing to check but that it woke */
+}
+
+static void check(uint32_t cpu)
+{
+	const struct cpu_state *c = &cpus[cpu];
+
+	report(c->phases_done == phases, "cpu %u: %u of %u phases", cpu, c->phases_done, phases);
+	if (halted_ap[cpu])
+		return; /* it only had to sleep through the snapshot and wake up */
+	report(c->bad_io == 0 && c->io_total == (uint64_t)k * phases,
+	       "cpu %u: exits.io counted exactly %u per phase, %lu in all (want %lu)", cpu, k, c->io_total,
+	       (uint64_t)k * phases);
+	report(c->bad_exits == 0, "cpu %u: all exits counted exactly (%u bad phases)", cpu, c->bad_exits);
+	report(c->bad_task == 0, "cpu %u: task-clock grew every phase (%u bad phases), %lu us", cpu,
+	       c->bad_task, c->last_task / 1000);
+	if (!ring0_work)
+		report(c->x == lcg_jump(SEED, c->steps),
+		       "cpu %u: LCG state after %lu ring-3 steps matches the jump-ahead formula", cpu,
+		       c->steps);
+}
+
+int main(const struct pv_bootinfo *bi)
+{
+	const char *aps = cmdline_get("aps") ? cmdline_get("aps") : "run";
+	uint32_t n = rt_nr_cpus();
+
+	(void)bi;
+	phases = (uint32_t)cmdline_get_u64("phases", 8);
+	k = (uint32_t)cmdline_get_u64("k", 100);
+	work_ms = (uint32_t)cmdline_get_u64("work_ms", 150);
+	ring0_work = cmdline_get("where") && !strcmp(cmdline_get("where"), "ring0");
+	if (!pvpmu_test_init(&info))
+		return report_summary();
+	printf("snap: %u CPUs, %u phases of %u ms (%s) and %u port writes, APs: %s\n", n, phases, work_ms,
+	       ring0_work ? "ring 0" : "ring 3", k, aps);
+	if (n > 1 && !strcmp(aps, "run")) {
+		smp_start_aps(run_phases, NULL);
+	} else if (n > 1 && !strcmp(aps, "halt")) {
+		rt_set_handler(HALT_WAKE_VECTOR, wake_handler);
+		smp_start_aps(halt_until_released, NULL);
+	}
+	run_phases(0, NULL);
+	if (n > 1 && !strcmp(aps, "halt")) {
+		__atomic_store_n(&halt_release, 1, __ATOMIC_RELEASE);
+		for (uint32_t i = 1; i < n; i++)
+			apic_send_fixed(smp_apic_id(i), HALT_WAKE_VECTOR);
+	} else if (n > 1 && !strcmp(aps, "late")) {
+		printf("snap: starting the APs only now\n");
+		report(smp_start_aps(run_phases, NULL) == n - 1, "late APs started after the last phase");
+	}
+	report(n == 1 || smp_wait_aps(600000) == 0, "every AP finished");
+	for (uint32_t i = 0; i < n; i++)
+		check(i);
+	printf("snap: done\n");
+	return report_summary();
+}
