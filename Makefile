@@ -132,7 +132,35 @@ guest-check: $(GUEST_CHECK_IMAGES)
 	$(Q)sh tests/guest-check/selftest.sh
 	$(Q)sh tests/guest-check/check.sh tests/guest-check/allow $(GUEST_CHECK_IMAGES)
 
-check: unit guest-check integration format-check
+# ---------------------------------------------------------------- fuzz
+# libFuzzer targets (clang), one per parser; fuzz/NAME.c with its sources
+# compiled in, ASan and UBSan on. `make check` runs each for FUZZ_CHECK_SECONDS,
+# `make fuzz` for FUZZ_SECONDS. A crash leaves its input in build/fuzz/.
+FUZZ_CC ?= clang
+FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -I. -D_GNU_SOURCE -pthread \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_CHECK_SECONDS ?= 10
+FUZZ_SECONDS ?= 120
+FUZZ_OUT := $(BUILD)/fuzz
+FUZZ_SRCS_snapshot := fuzz/snapshot.c vmm/snapfmt.c vmm/gmem.c pmu/pmu.c pmu/events.c devices/serial.c \
+	devices/i8042.c util/util.c
+FUZZ_LIBS_snapshot := -lfdt -lxxhash
+FUZZ_TARGETS := snapshot
+$(FUZZ_OUT)/snapshot: $(FUZZ_SRCS_snapshot) | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  FUZZ    $@"
+	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS_snapshot) $(FUZZ_LIBS_snapshot)
+$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libdevices.a $(BUILD)/libpmu.a $(BUILD)/libutil.a
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lvmm -ldevices -lstats -lpmu -lutil $(LIBS_vmm) $(LDLIBS)
+$(FUZZ_OUT)/corpus-snapshot/.seeded: $(FUZZ_OUT)/snapshot_seed
+	$(Q)mkdir -p $(dir $@) && $< $(dir $@) && touch $@
+fuzz-build: $(patsubst %,$(FUZZ_OUT)/%,$(FUZZ_TARGETS)) $(FUZZ_OUT)/corpus-snapshot/.seeded
+fuzz-check: fuzz-build
+	$(Q)bash tests/run-fuzz.sh $(FUZZ_OUT) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
+fuzz: fuzz-build
+	$(Q)bash tests/run-fuzz.sh $(FUZZ_OUT) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+check: unit guest-check fuzz-check integration format-check
 	$(Q)echo "make check: all test suites passed"
 
 run: all
@@ -155,6 +183,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit integration check-testhost guest-check check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit integration check-testhost guest-check fuzz-build fuzz-check fuzz check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `make bench`: the boot benchmark, then the statistics benchmark
-# (bench/boot.sh runs both), then the PV PMU benchmark (bench/pmu.sh) on
-# KVM, in one session. Where this machine
+# (bench/boot.sh runs both), then the PV PMU benchmark (bench/pmu.sh), then
+# the snapshot benchmark (bench/snapshot.sh) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
@@ -22,6 +22,7 @@ for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin bench/stats_ben
 done
 [ -e "$build/guests/hello.elf" ] || echo "bench: hello guest not built ($build/guests/hello.elf; make guests): it is left out" >&2
 [ -e "$build/guests/pmu-bench.elf" ] || { echo "bench: $build/guests/pmu-bench.elf is missing; run 'make bench'" >&2; exit 1; }
+[ -e "$build/guests/snap.elf" ] || { echo "bench: $build/guests/snap.elf is missing; run 'make bench'" >&2; exit 1; }
 pmu_runs=${BENCH_PMU_RUNS:-5}
 case "$pmu_runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PMU_RUNS must be a positive number" >&2; exit 2 ;; esac
 bash scripts/deps.sh bench
@@ -32,11 +33,15 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	BUILD=$build BENCH_RUNS=$runs BENCH_HOST="KVM on this machine" sh bench/boot.sh || status=$?
 	echo
 	BUILD=$build BENCH_PMU_RUNS=$pmu_runs BENCH_HOST="KVM on this machine" sh bench/pmu.sh || status=1
+	echo
+	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/snapshot.sh || status=1
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
 	host="KVM nested in QEMU TCG: absolute numbers are not those of bare metal; read the ratios"
-	TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
+	# The snapshot bench keeps a 1 GiB guest and its files in the test VM's RAM.
+	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "BUILD='$build' BENCH_RUNS=$runs BENCH_HOST='$host' sh bench/boot.sh; s=\$?; echo;
-BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; exit \$s"
+BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; echo;
+BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_HOST='$host' sh bench/snapshot.sh || s=1; exit \$s"
 fi

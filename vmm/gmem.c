@@ -6,6 +6,7 @@
 #include "vmm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -31,6 +32,7 @@ int gmem_init(struct gmem *m, uint64_t size, struct errbuf *err)
 	int rc = gmem_check_size(size, err);
 
 	m->fd = -1;
+	m->src_fd = -1;
 	m->hva = NULL;
 	m->size = 0;
 	if (rc)
@@ -64,6 +66,7 @@ int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
 	int rc = gmem_check_size(size, err);
 
 	m->fd = -1;
+	m->src_fd = -1;
 	m->hva = NULL;
 	m->size = 0;
 	if (rc)
@@ -75,6 +78,7 @@ int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
 		return errbuf_set(err, -errno, "guest memory: mmap of the snapshot's memory file: %s",
 				  strerror(errno));
 	}
+	m->src_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
 	m->size = size;
 	return 0;
 }
@@ -85,8 +89,11 @@ void gmem_fini(struct gmem *m)
 		munmap(m->hva, m->size);
 	if (m->fd >= 0)
 		close(m->fd);
+	if (m->src_fd >= 0)
+		close(m->src_fd);
 	m->hva = NULL;
 	m->fd = -1;
+	m->src_fd = -1;
 	m->size = 0;
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -27,53 +28,73 @@ struct extent {
 	uint64_t off, len;
 };
 
+static int add_extent(struct extent **e, unsigned *n, unsigned *cap, uint64_t off, uint64_t len)
+{
+	if (*n && (*e)[*n - 1].off + (*e)[*n - 1].len == off) {
+		(*e)[*n - 1].len += len; /* adjacent: one request stream */
+		return 0;
+	}
+	if (*n == *cap) {
+		struct extent *m = realloc(*e, (*cap *= 2) * sizeof(**e));
+
+		if (!m)
+			return -ENOMEM;
+		*e = m;
+	}
+	(*e)[(*n)++] = (struct extent){ off, len };
+	return 0;
+}
+
 /*
  * The data ranges of [0, len): from SEEK_DATA/SEEK_HOLE on seek_fd (a
- * memfd's pages never touched, a sparse file's holes are left out), or
- * all of it when seek_fd is -1 or cannot tell. 0 or -ENOMEM.
+ * memfd's pages never touched, a sparse file's holes are left out), plus,
+ * with `resident`, every page of that mapping mincore() finds in memory
+ * (a restored guest's copy-on-write RAM: pages it wrote are not in the
+ * file's map). All of it when neither can tell. 0 or -ENOMEM.
  */
-static int data_extents(int seek_fd, uint64_t len, struct extent **out, unsigned *n)
+static int data_extents(int seek_fd, const void *resident, uint64_t len, struct extent **out, unsigned *n)
 {
+	uint64_t pages = (len + 4095) / 4096;
 	unsigned cap = 64;
 	struct extent *e = malloc(cap * sizeof(*e));
+	unsigned char *map = NULL;
 	off_t pos = 0;
+	int rc = 0;
 
 	*n = 0;
+	*out = e;
 	if (!e)
 		return -ENOMEM;
+	if (seek_fd < 0 && !resident)
+		return len ? add_extent(out, n, &cap, 0, len) : 0;
+	map = calloc(1, pages ? pages : 1);
+	if (!map)
+		return -ENOMEM;
+	if (resident && mincore((void *)resident, len, map) < 0)
+		memset(map, 1, pages);
 	while (seek_fd >= 0 && (uint64_t)pos < len) {
 		off_t data = lseek(seek_fd, pos, SEEK_DATA), hole;
 
 		if (data < 0 && errno == ENXIO)
 			break; /* only a hole is left */
-		if (data < 0)
-			goto whole;
-		hole = lseek(seek_fd, data, SEEK_HOLE);
-		if (hole < 0)
-			goto whole;
-		if ((uint64_t)hole > len)
-			hole = (off_t)len;
-		if (*n == cap) {
-			struct extent *m = realloc(e, (cap *= 2) * sizeof(*e));
-
-			if (!m) {
-				free(e);
-				return -ENOMEM;
-			}
-			e = m;
+		hole = data < 0 ? -1 : lseek(seek_fd, data, SEEK_HOLE);
+		if (hole < 0) { /* no hole map: everything is data */
+			memset(map, 1, pages);
+			break;
 		}
-		e[(*n)++] = (struct extent){ (uint64_t)data, (uint64_t)(hole - data) };
+		for (uint64_t pg = (uint64_t)data / 4096; pg < pages && pg * 4096 < (uint64_t)hole; pg++)
+			map[pg] = 1;
 		pos = hole;
 	}
-	if (seek_fd >= 0) {
-		*out = e;
-		return 0;
+	for (uint64_t pg = 0; pg < pages && !rc; pg++) {
+		if (map[pg] & 1) {
+			uint64_t off = pg * 4096;
+
+			rc = add_extent(out, n, &cap, off, off + 4096 <= len ? 4096 : len - off);
+		}
 	}
-whole:
-	e[0] = (struct extent){ 0, len };
-	*n = len ? 1 : 0;
-	*out = e;
-	return 0;
+	free(map);
+	return rc;
 }
 
 /* The checksum is over every byte of [0, len): holes are fed in as zeros, in order. */
@@ -194,7 +215,7 @@ static int plain_io(int fd, uint8_t *buf, const struct extent *ext, unsigned n, 
 	return 0;
 }
 
-int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, uint64_t *checksum,
+int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, bool resident, uint64_t *checksum,
 		  bool *used_uring)
 {
 	struct hcur h = { checksum ? XXH3_createState() : NULL, 0 };
@@ -206,7 +227,7 @@ int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, uint
 		return -ENOMEM;
 	if (h.st)
 		XXH3_64bits_reset(h.st);
-	rc = data_extents(seek_fd, len, &ext, &n);
+	rc = data_extents(seek_fd, resident ? buf : NULL, len, &ext, &n);
 	/* The file is as long as the RAM, holes and all. */
 	if (!rc && write && ftruncate(fd, (off_t)len) < 0)
 		rc = -errno;
@@ -241,7 +262,7 @@ int snapio_hash_file(int fd, uint64_t len, uint64_t *checksum)
 	struct hcur h = { XXH3_createState(), 0 };
 	struct extent *ext = NULL;
 	unsigned n = 0;
-	int rc = buf && h.st ? data_extents(fd, len, &ext, &n) : -ENOMEM;
+	int rc = buf && h.st ? data_extents(fd, NULL, len, &ext, &n) : -ENOMEM;
 
 	if (h.st)
 		XXH3_64bits_reset(h.st);
@@ -392,8 +413,8 @@ int snapio_begin(struct snapio_dir *d, const char *dir, struct errbuf *err)
 	return 0;
 }
 
-int snapio_write_memory(struct snapio_dir *d, const void *mem, uint64_t len, int mem_fd, uint64_t *checksum,
-			struct errbuf *err)
+int snapio_write_memory(struct snapio_dir *d, const void *mem, uint64_t len, int seek_fd, bool resident,
+			uint64_t *checksum, struct errbuf *err)
 {
 	uint64_t t0 = util_now_ns();
 	int fd = openat(d->dfd, SNAP_MEMORY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), rc;
@@ -401,7 +422,7 @@ int snapio_write_memory(struct snapio_dir *d, const void *mem, uint64_t len, int
 	if (fd < 0)
 		return errbuf_set(err, -errno, "snapshot: cannot create the memory file: %s",
 				  strerror(errno));
-	rc = snapio_memory(fd, (void *)mem, len, true, mem_fd, checksum, &d->used_uring);
+	rc = snapio_memory(fd, (void *)mem, len, true, seek_fd, resident, checksum, &d->used_uring);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)

@@ -263,7 +263,10 @@ static int write_snapshot(struct vm *vm, const char *dir, struct vm_snapshot_res
 	if (!rc)
 		rc = snapio_begin(&d, dir, err);
 	if (!rc)
-		rc = snapio_write_memory(&d, vm->mem.hva, vm->mem.size, vm->mem.fd, &s->mem_checksum, err);
+		/* A memfd knows its holes; restored copy-on-write RAM: its file's holes, then what is resident. */
+		rc = snapio_write_memory(&d, vm->mem.hva, vm->mem.size,
+					 vm->mem.fd >= 0 ? vm->mem.fd : vm->mem.src_fd, vm->mem.fd < 0,
+					 &s->mem_checksum, err);
 	if (!rc)
 		rc = snap_build(s, &state, &state_len, err);
 	if (!rc)
@@ -302,9 +305,10 @@ int vm_snapshot(struct vm *vm, const char *dir, bool stop_after, struct vm_snaps
 		return errbuf_set(err, -ESHUTDOWN, "snapshot: the VM is stopping");
 	rc = write_snapshot(vm, dir, res, err);
 	res->paused_ns = util_now_ns() - t0;
-	if (!rc && stop_after)
+	if (!rc && stop_after) {
+		vm_log(vm, "stopped after a snapshot to %s", dir);
 		vm_request_stop(vm, 0, "stopped after a snapshot to %s", dir);
-	else if (!was_paused)
+	} else if (!was_paused)
 		vm_resume(vm); /* also after a failed snapshot: the VM carries on */
 	return rc;
 }
@@ -373,7 +377,7 @@ int vm_restore_memory(struct vm *vm, struct errbuf *err)
 	} else {
 		rc = gmem_init(&vm->mem, s->mem_size, err);
 		if (!rc && (rc = snapio_memory(vm->restored_memfd, vm->mem.hva, s->mem_size, false,
-					       vm->restored_memfd, check ? &sum : NULL, &uring)) < 0)
+					       vm->restored_memfd, false, check ? &sum : NULL, &uring)) < 0)
 			return restore_fail(vm, err, rc, "cannot read the memory file");
 	}
 	close(vm->restored_memfd);

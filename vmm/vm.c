@@ -127,6 +127,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	vm->fd = -1;
 	vm->kvm.fd = -1;
 	vm->mem.fd = -1;
+	vm->mem.src_fd = -1;
 	vm->console.fd = -1;
 	for (int s = 0; s < BUS_NR_SPACES; s++)
 		vm->unhandled_rl[s] = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
@@ -353,8 +354,8 @@ void vm_log_first_run(struct vm *vm, uint64_t now)
 {
 	vm->first_run_logged = true;
 	if (vm->cfg.verbose)
-		vm_log(vm, "restore: %.3f ms from the start of the restore to the guest's first KVM_RUN",
-		       (double)(now - vm->created_ns) / 1e6);
+		vm_log(vm, "restore: the guest's first KVM_RUN %" PRIu64 " us after the restore began",
+		       (now - vm->created_ns) / 1000);
 }
 
 void vm_resume(struct vm *vm)

@@ -90,7 +90,8 @@ const char *bus_space_name(enum bus_space space);
 
 /* Guest RAM at gpa 0, backed by a memfd (or a restored snapshot's file, privately). */
 struct gmem {
-	int fd; /* the memfd, -1 for a private file mapping */
+	int fd;	    /* the memfd, -1 for a private file mapping */
+	int src_fd; /* the file of a private mapping (its holes are zero RAM), else -1 */
 	uint8_t *hva;
 	uint64_t size;
 };
@@ -101,8 +102,9 @@ int gmem_check_size(uint64_t size, struct errbuf *err);
 int gmem_init(struct gmem *m, uint64_t size, struct errbuf *err);
 /*
  * RAM of `size` bytes mapped privately (copy-on-write) from a file, e.g. a
- * snapshot's memory file: restore without reading it all first. fd may be
- * closed afterwards; m->fd stays -1. Returns 0 or -errno with a message.
+ * snapshot's memory file: restore without reading it all first. The file
+ * is kept open (m->src_fd: its hole map tells a later snapshot which pages
+ * are still zero); m->fd stays -1. Returns 0 or -errno with a message.
  */
 int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err);
 void gmem_fini(struct gmem *m);
@@ -294,13 +296,14 @@ uint64_t snap_hash(const void *p, size_t len);
  * Write or read `len` bytes of buf to/from fd (offset 0) through io_uring,
  * falling back to pwrite/pread where io_uring is unavailable; *used_uring
  * says which. Only the data ranges of seek_fd (SEEK_DATA/SEEK_HOLE: the
- * guest's memfd when writing, the sparse file when reading; -1 for all)
- * move; holes stay holes in the file and zeros in buf, so RAM the guest
- * never touched costs neither disk nor memory. With checksum, also the
- * XXH3-64 of all len bytes. 0, -ENOSPC (a full disk), -EIO (a short file)
- * or another -errno. Any thread.
+ * guest's memfd when writing, the sparse file when reading; -1 for all),
+ * and with `resident` also the pages of buf that are in memory (mincore:
+ * a restored guest's copy-on-write RAM), move; holes stay holes in the
+ * file and zeros in buf, so RAM the guest never touched costs neither
+ * disk nor memory. With checksum, also the XXH3-64 of all len bytes. 0,
+ * -ENOSPC (a full disk), -EIO (a short file) or another -errno. Any thread.
  */
-int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, uint64_t *checksum,
+int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, bool resident, uint64_t *checksum,
 		  bool *used_uring);
 /* XXH3-64 of the first len bytes of fd (pread, buffered). 0 or -errno. */
 int snapio_hash_file(int fd, uint64_t len, uint64_t *checksum);
@@ -324,8 +327,8 @@ struct snapio_dir {
 };
 
 int snapio_begin(struct snapio_dir *d, const char *dir, struct errbuf *err);
-int snapio_write_memory(struct snapio_dir *d, const void *mem, uint64_t len, int mem_fd, uint64_t *checksum,
-			struct errbuf *err);
+int snapio_write_memory(struct snapio_dir *d, const void *mem, uint64_t len, int seek_fd, bool resident,
+			uint64_t *checksum, struct errbuf *err);
 int snapio_finish(struct snapio_dir *d, const void *state, size_t state_len, struct errbuf *err);
 void snapio_abort(struct snapio_dir *d);
 

@@ -165,6 +165,18 @@ static void check(uint32_t cpu)
 		       c->steps);
 }
 
+extern char _end[]; /* guest.ld */
+
+/* Ring 3: a pattern over [arg, end of RAM), one 64-bit store per word. */
+static long fill_ram(void *arg)
+{
+	uint64_t *p = arg, *end = (uint64_t *)(uintptr_t)rt_mem_size();
+
+	for (uint64_t i = 0; p < end; p++, i++)
+		*p = i * LCG_A;
+	return 0;
+}
+
 int main(const struct pv_bootinfo *bi)
 {
 	const char *aps = cmdline_get("aps") ? cmdline_get("aps") : "run";
@@ -177,6 +189,12 @@ int main(const struct pv_bootinfo *bi)
 	ring0_work = cmdline_get("where") && !strcmp(cmdline_get("where"), "ring0");
 	if (!pvpmu_test_init(&info))
 		return report_summary();
+	if (cmdline_has("fill")) {
+		uintptr_t from = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
+
+		rt_user_call(fill_ram, (void *)from);
+		printf("snap: filled %lu MiB of RAM\n", (rt_mem_size() - from) >> 20);
+	}
 	printf("snap: %u CPUs, %u phases of %u ms (%s) and %u port writes, APs: %s\n", n, phases, work_ms,
 	       ring0_work ? "ring 0" : "ring 3", k, aps);
 	if (n > 1 && !strcmp(aps, "run")) {

@@ -429,6 +429,163 @@ expect_status 0; expect_out '^SUMMARY:'; expect_clean
 echo "  (perfvisor fds before and after fuzzing: $fd0, $fd1)"
 done_test
 
+# ---- snapshot and restore (docs/snapshot.md) ------------------------------------
+# The snap guest counts through snapshots and checks itself that nothing reset
+# and nothing was counted twice (exits.io exactly K a phase, all exits K + 3,
+# task-clock growing, the LCG state intact); the harness snapshots it mid-run,
+# kills the original and restores it in a new process.
+SNAP=$G/snap.elf
+# wait_for FILE PATTERN: up to 200 s for FILE to show PATTERN.
+wait_for() {
+	i=0; while ! grep -q -- "$2" "$1" 2>/dev/null && [ $i -lt 2000 ]; do sleep 0.1; i=$((i + 1)); done
+	grep -q -- "$2" "$1"
+}
+# wait_sock PATH: up to 20 s for the control socket.
+wait_sock() { i=0; while [ ! -S "$1" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done; }
+# snapshot SOCK DIR THEN: perfvisor snapshot, output appended to the test's .out.
+snapshot() { "$PV" snapshot "$1" --output "$2" --"$3" >>"$T/$cur.out" 2>>"$T/$cur.err" || bad "snapshot to $2 failed"; }
+# exits_of FILE VCPU: the "N exits" snapshot-info prints for a vCPU.
+exits_of() { sed -n "s/^vCPU $2: .*, \([0-9]*\) exits\$/\1/p" "$1"; }
+
+# snapshot -> restore -> snapshot -> restore, one vCPU, the first snapshot in ring 3.
+cur=snap-chain; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+start_vm snap-a 300 run --kernel "$SNAP" --cmdline "phases=8 work_ms=150" --api-socket "$T/a.sock" --timeout 280
+wait_sock "$T/a.sock"
+wait_for "$T/snap-a.out" 'phase 2/' || bad "the guest never reached phase 2"
+# Most of the guest's time is in ring 3: retry (--resume) until a snapshot caught it there.
+n=0
+while [ $n -lt 5 ]; do
+	n=$((n + 1))
+	snapshot "$T/a.sock" "$T/sa$n" resume
+	"$PV" snapshot-info "$T/sa$n" >"$T/sa.info" 2>&1 || bad "snapshot-info sa$n: $(cat "$T/sa.info")"
+	grep -q '^vCPU 0: .* in ring 3, runnable' "$T/sa.info" && break
+done
+grep -q '^vCPU 0: .* in ring 3' "$T/sa.info" || bad "no snapshot of 5 caught vCPU 0 in ring 3"
+grep -q 'PV PMU counter 0: exits.io = ' "$T/sa.info" || bad "snapshot-info shows no PMU counter"
+kill -KILL $vmpid; stop_vm # the original is gone: what follows runs in new processes
+start_vm snap-b 300 run --restore "$T/sa$n" --api-socket "$T/b.sock" --timeout 280
+wait_sock "$T/b.sock"
+wait_for "$T/snap-b.out" 'phase 5/' || bad "the restored guest never reached phase 5"
+snapshot "$T/b.sock" "$T/sb" stop
+stop_vm
+[ "$st" -eq 0 ] || bad "snapshot --stop: the VM exited $st"
+grep -q 'stopped after a snapshot' "$T/snap-b.err" || bad "no 'stopped after a snapshot' from the restored VM"
+"$PV" snapshot-info "$T/sb" --verify >"$T/sb.info" 2>&1 || bad "snapshot-info --verify sb: $(cat "$T/sb.info")"
+done_test
+run snap-chain-end 300 "$PV" run --restore "$T/sb" --timeout 280 --verbose
+expect_status 0; expect_out 'snap: cpu 0 phase 8/8'; expect_out 'snap: done'; expect_out '^SUMMARY:'; expect_clean
+expect_no_out 'phase 1/' # it continued; it did not boot again
+# The statistics continued: vCPU 0's exits at the end exceed the snapshot's, and are not doubled.
+e0=$(exits_of "$T/sb.info" 0)
+e1=$(sed -n 's/^perfvisor: vCPU 0: \([0-9]*\) exits.*/\1/p' "$T/$cur.err")
+echo "  (vCPU 0 exits: $e0 in the snapshot, $e1 at the end)"
+[ -n "$e0" ] && [ -n "$e1" ] && [ "$e1" -gt "$e0" ] && [ "$e1" -lt $((2 * e0)) ] ||
+	bad "exits went from '$e0' at the snapshot to '$e1' at the end: reset or counted twice"
+done_test
+
+# Two vCPUs both counting; the snapshot and the restore through pwrite/pread, memory read in.
+cur=snap-smp; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+export PERFVISOR_SNAPSHOT_IO=plain
+start_vm snap-smp-a 300 run --kernel "$SNAP" --cpus 2 --cmdline "phases=5" --api-socket "$T/c.sock" --timeout 280
+wait_sock "$T/c.sock"
+wait_for "$T/snap-smp-a.out" 'cpu 1 phase 2/' || bad "CPU 1 never reached phase 2"
+snapshot "$T/c.sock" "$T/sc" stop
+stop_vm
+grep -q '(pwrite)' "$T/$cur.out" || bad "PERFVISOR_SNAPSHOT_IO=plain did not write with pwrite"
+done_test
+run snap-smp-end 300 "$PV" run --restore "$T/sc" --restore-memory read --timeout 280 --verbose
+unset PERFVISOR_SNAPSHOT_IO
+expect_status 0; expect_err 'guest memory read with pread'; expect_out 'cpu 1: exits.io counted exactly'
+expect_out 'snap: done'; expect_out '^SUMMARY:'; expect_clean
+done_test
+
+# snap_state NAME CPUS CMDLINE WAIT PATTERN: a snapshot taken once the guest printed WAIT must
+# show PATTERN in snapshot-info (a vCPU halted, waiting for SIPI, in ring 0); the restore passes.
+snap_state() {
+	cur=$1; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+	start_vm "$1-a" 300 run --kernel "$SNAP" --cpus "$2" --cmdline "$3" --api-socket "$T/$1.sock" --timeout 280
+	wait_sock "$T/$1.sock"
+	wait_for "$T/$1-a.out" "$4" || bad "the guest never printed '$4'"
+	snapshot "$T/$1.sock" "$T/$1.snap" stop
+	stop_vm
+	"$PV" snapshot-info "$T/$1.snap" >"$T/$1.info" 2>&1
+	grep -q -- "$5" "$T/$1.info" || bad "snapshot-info lacks '$5': $(grep vCPU "$T/$1.info")"
+	done_test
+	run "$1-end" 300 "$PV" run --restore "$T/$1.snap" --timeout 280
+	expect_status 0; expect_out 'snap: done'; expect_out '^SUMMARY:'; expect_clean
+	done_test
+}
+snap_state snap-halted 2 "phases=4 aps=halt" 'phase 2/' '^vCPU 1: .*, halted,'
+snap_state snap-sipi 3 "phases=3 aps=late" 'phase 2/' '^vCPU 2: .*, waiting for INIT and SIPI,'
+snap_state snap-ring0 1 "phases=4 where=ring0" 'phase 2/' '^vCPU 0: .* in ring 0,'
+
+# ---- snapshot: bad input, refused with one clear line, the VM unharmed ----------
+good=$T/sb
+damaged() { rm -rf "$T/bad"; cp -r "$good" "$T/bad"; }
+# flip FILE OFFSET: invert one byte in place.
+flip() {
+	b=$(dd if="$1" bs=1 skip="$2" count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+	printf "\\$(printf '%03o' $((255 - ${b:-0})))" | dd of="$1" bs=1 seek="$2" count=1 conv=notrunc 2>/dev/null
+}
+run restore-no-dir 30 "$PV" run --restore "$T/nonexistent"
+expect_status 125; expect_err 'not a directory'; done_test
+mkdir -p "$T/empty"
+run restore-not-a-snapshot 30 "$PV" run --restore "$T/empty"
+expect_status 125; expect_err 'not a perfvisor snapshot directory'; done_test
+damaged; head -c 1000 "$good/state.fdt" >"$T/bad/state.fdt"
+run restore-truncated 30 "$PV" run --restore "$T/bad"
+expect_status 125; expect_err 'truncated'; done_test
+damaged; flip "$T/bad/state.fdt" 3000
+run restore-flipped 30 "$PV" run --restore "$T/bad"
+expect_status 125; expect_err 'checksum mismatch'; done_test
+run snapshot-info-flipped 30 "$PV" snapshot-info "$T/bad"
+expect_status 1; expect_err 'checksum mismatch'; done_test
+damaged; flip "$T/bad/memory" 1048676 # a byte of the guest's code at 1 MiB
+run restore-memory-flipped 60 "$PV" run --restore "$T/bad"
+expect_status 125; expect_err 'the memory file is damaged'; done_test
+run snapshot-info-verify 60 "$PV" snapshot-info "$T/bad" --verify
+expect_status 1; expect_err 'the memory file is damaged'; done_test
+damaged; rm "$T/bad/memory"
+run restore-no-memory 30 "$PV" run --restore "$T/bad"
+expect_status 125; expect_err 'cannot open the memory file'; done_test
+damaged; head -c 1048576 "$good/memory" >"$T/bad/memory"
+run restore-memory-size 30 "$PV" run --restore "$T/bad"
+expect_status 125; expect_err 'the memory file is 1048576 bytes'; done_test
+run restore-and-cpus 10 "$PV" run --restore "$good" --cpus 2
+expect_status 2; expect_err '--cpus cannot be combined with --restore'; done_test
+run snapshot-usage 10 "$PV" snapshot "$T/nosock"
+expect_status 2; expect_err 'needs SOCKET and --output DIR'; done_test
+run snapshot-info-usage 10 "$PV" snapshot-info
+expect_status 2; expect_err 'needs a snapshot directory'; done_test
+
+# Refusals on the control socket: the VM keeps running and says so.
+start_vm snap-bad-vm 120 run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 2 --api-socket "$T/d.sock" --timeout 100
+wait_sock "$T/d.sock"
+mkdir -p "$T/exists"
+run snapshot-exists 30 "$PV" snapshot "$T/d.sock" --output "$T/exists"
+expect_status 1; expect_err 'already exists'; done_test
+run snapshot-api-refusals 30 "$PV" api "$T/d.sock" '{"cmd":"snapshot","dir":"relative/dir"}' '{"cmd":"snapshot"}' \
+	"{\"cmd\":\"snapshot\",\"dir\":\"$T/x\",\"then\":\"later\"}" "{\"cmd\":\"snapshot\",\"dir\":\"$T/no/such/parent\"}"
+expect_status 1; expect_out 'must be an absolute path'; expect_out 'needs \\"dir\\"'; expect_out 'must be \\"resume\\" or \\"stop\\"'
+expect_out 'does not exist'; done_test
+# A full disk mid-snapshot: an error on the socket, no half snapshot left, the VM runs on.
+cur=snapshot-disk-full; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
+mkdir -p "$T/full"
+if mount -t tmpfs -o size=512k tmpfs "$T/full" 2>/dev/null; then
+	"$PV" snapshot "$T/d.sock" --output "$T/full/s" >"$T/$cur.out" 2>"$T/$cur.err"; st=$?
+	[ "$st" -eq 1 ] || bad "exit status $st, expected 1"
+	expect_err 'No space left on device'
+	[ -z "$(ls -A "$T/full")" ] || bad "left behind in the full file system: $(ls -A "$T/full")"
+	umount "$T/full"
+	"$PV" api "$T/d.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "the VM is not running after the failed snapshot"
+	done_test
+else
+	echo "SKIP snapshot-disk-full: cannot mount a tmpfs here (needs root)"
+fi
+run snapshot-after-refusals 60 "$PV" snapshot "$T/d.sock" --output "$T/d-ok"
+expect_status 0; expect_out 'then resumed'; done_test
+stop_vm TERM
+
 nskip=$(wc -l <"$T/skips" | tr -d ' ')
 if [ "$nskip" -gt 0 ]; then
 	echo "guest cases skipped on this host ($("$PV" host --kind)):"

@@ -6,6 +6,7 @@
 #include "devices/devices.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <string.h>
 
 struct fake {
@@ -133,4 +134,25 @@ Test(i8042, null_host_reset_is_harmless)
 	cr_assert_eq(i8042_read(k2, 0x64), 0);
 	i8042_destroy(k2);
 	i8042_destroy(NULL);
+}
+
+Test(i8042, save_restore_a_pending_command)
+{
+	struct i8042_state st, bad;
+	struct i8042 *k2;
+
+	i8042_write(k, 0x64, 0x60); /* waiting for the command byte's data */
+	i8042_save(k, &st);
+	cr_assert_eq(st.pending, 0x60);
+	cr_assert(i8042_state_valid(&st));
+	cr_assert_eq(i8042_create(&k2, NULL), 0);
+	cr_assert_eq(i8042_restore(k2, &st), 0);
+	i8042_write(k2, 0x60, 0x47); /* the restored controller completes the command */
+	i8042_write(k2, 0x64, 0x20);
+	cr_assert_eq(i8042_read(k2, 0x60), 0x47);
+	bad = st;
+	bad.pending = 0xd1;
+	cr_assert_not(i8042_state_valid(&bad));
+	cr_assert_eq(i8042_restore(k2, &bad), -EINVAL);
+	i8042_destroy(k2);
 }

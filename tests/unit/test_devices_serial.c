@@ -6,6 +6,7 @@
 #include "devices/devices.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -373,4 +374,64 @@ Test(serial, push_input_from_another_thread)
 	}
 	pthread_join(th, NULL);
 	cr_assert_eq(serial_read(s, LSR) & 0x01, 0);
+}
+
+/* ---- snapshot state ------------------------------------------------------------ */
+
+Test(serial, save_restore_keeps_registers_input_and_the_line)
+{
+	struct dev_host host = { .opaque = &f, .console_write = fake_console, .set_irq = fake_irq };
+	struct serial_state st, st2;
+	struct serial *t;
+
+	serial_write(s, LCR, 0x80);
+	serial_write(s, DLL, 0x01);
+	serial_write(s, DLM, 0x02);
+	serial_write(s, LCR, 0x03);
+	serial_write(s, MCR, 0x0b); /* DTR RTS OUT2 */
+	serial_write(s, IER, 0x01); /* receive interrupt */
+	serial_write(s, SCR, 0x5a);
+	cr_assert_eq(serial_push_input(s, (const uint8_t *)"xyz", 3), 3);
+	(void)serial_read(s, RBR); /* the FIFO does not start at slot 0 any more */
+	cr_assert_eq(last_irq(), 1);
+	serial_save(s, &st);
+	cr_assert_eq(st.rx_count, 2);
+	cr_assert(serial_state_valid(&st));
+
+	/* A new UART (the restored VM's) raises the line the saved one had up. */
+	f.irq_calls = 0;
+	cr_assert_eq(serial_create(&t, &host), 0);
+	cr_assert_eq(serial_restore(t, &st), 0);
+	cr_assert_eq(last_irq(), 1, "the receive interrupt is pending again");
+	cr_assert_eq(serial_read(t, LCR), 0x03);
+	cr_assert_eq(serial_read(t, MCR), 0x0b);
+	cr_assert_eq(serial_read(t, SCR), 0x5a);
+	cr_assert_eq(serial_read(t, RBR), 'y', "pending input in order");
+	cr_assert_eq(serial_read(t, RBR), 'z');
+	cr_assert_eq(serial_read(t, LSR) & 0x01, 0, "and then no more data");
+	serial_write(t, LCR, 0x83);
+	cr_assert_eq(serial_read(t, DLL), 0x01);
+	cr_assert_eq(serial_read(t, DLM), 0x02);
+	serial_save(t, &st2);
+	cr_assert_eq(st2.rx_count, 0);
+	serial_destroy(t);
+}
+
+Test(serial, restore_refuses_impossible_states)
+{
+	struct serial_state good, bad;
+
+	serial_write(s, SCR, 0x11);
+	serial_save(s, &good);
+	bad = good;
+	bad.ier = 0xf1;
+	cr_assert_not(serial_state_valid(&bad));
+	cr_assert_eq(serial_restore(s, &bad), -EINVAL);
+	bad = good;
+	bad.rx_count = SERIAL_RX_MAX + 1;
+	cr_assert_eq(serial_restore(s, &bad), -EINVAL);
+	bad = good;
+	bad.mcr = 0x20;
+	cr_assert_eq(serial_restore(s, &bad), -EINVAL);
+	cr_assert_eq(serial_read(s, SCR), 0x11, "a refused state changes nothing");
 }

@@ -363,3 +363,17 @@ Test(testdev, counters_exact_under_concurrency)
 	cr_assert_leq(f.logs, 10);
 	cr_assert_eq(counters().bad_requests, 0);
 }
+
+Test(testdev, counters_continue_after_a_restore)
+{
+	struct testdev_counters saved = {
+		.prints = 41, .syncs = 3, .asserts = 0, .dones = 0, .bad_requests = 2
+	};
+
+	testdev_set_counters(t, &saved);
+	strcpy(put_ucall(0x1000, PV_UCALL_PRINT)->text, "after the restore");
+	testdev_write(t, 0x1000, 4);
+	cr_assert_eq(counters().prints, 42, "counts on from the saved value");
+	cr_assert_eq(counters().syncs, 3);
+	cr_assert_eq(counters().bad_requests, 2);
+}

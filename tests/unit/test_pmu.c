@@ -485,3 +485,127 @@ Test(pmu, fuzz_never_leaks_or_breaks)
 	F->hv[PV_PMU_EV_EXITS_IO] += 42;
 	cr_assert_eq(rd(PV_PMU_MSR_CTR(0)), 42);
 }
+
+/* ---- snapshot and restore (docs/pvpmu.md section 13) ---------------------------- */
+
+Test(pmu, save_restore_counters_continue)
+{
+	struct pmu_vcpu_state st;
+	const char *why = "unset";
+	int h;
+
+	wr(PV_PMU_MSR_PMI_CFG, PV_PMU_PMI_MODE_VECTOR | 0x2e);
+	wr(PV_PMU_MSR_CFG(0), PV_PMU_EV_EXITS_IO | BOTH | PV_PMU_CFG_EN);
+	wr(PV_PMU_MSR_CFG(1), PV_PMU_EV_TASK_CLOCK | BOTH | PV_PMU_CFG_INT | PV_PMU_CFG_EN);
+	wr(PV_PMU_MSR_CTR(1), PV_PMU_COUNTER_MASK - 5000000 + 1);
+	wr(PV_PMU_MSR_GLOBAL_CTRL, 3);
+	F->hv[PV_PMU_EV_EXITS_IO] += 1000000;
+	h = P.ctr[1].h;
+	F->host[h] += 123;
+	pmu_vcpu_save(&P, &st);
+	cr_assert_eq(st.value[0], 1000000, "saved after a sync: %lu", (unsigned long)st.value[0]);
+	cr_assert_eq(st.value[1], PV_PMU_COUNTER_MASK - 5000000 + 1 + 123);
+	cr_assert_eq(st.global_ctrl, 3);
+	cr_assert_eq(pmu_vcpu_state_check(&VM.caps, &st, &why), 0, "%s", why);
+
+	/* The old PMU goes (its process ended); a fresh one restores the state. */
+	pmu_vcpu_fini(&P);
+	pmu_vcpu_init(&P, &VM, &fake_ops, F);
+	cr_assert_eq(pmu_vcpu_restore(&P, &st, &why), 0, "%s", why);
+	cr_assert_eq(rd(PV_PMU_MSR_CTR(0)), 1000000, "continues from the saved value, not 0");
+	F->hv[PV_PMU_EV_EXITS_IO] += 5;
+	cr_assert_eq(rd(PV_PMU_MSR_CTR(0)), 1000005, "and counts on exactly, not twice");
+	h = P.ctr[1].h;
+	cr_assert_geq(h, 0, "a host counter was opened again");
+	cr_assert_eq(F->host[h], 0, "a fresh host counter");
+	cr_assert_eq(F->period[h], 5000000 - 123, "its sampling period reaches the guest's wrap");
+	F->host[h] += 7;
+	cr_assert_eq(rd(PV_PMU_MSR_CTR(1)), st.value[1] + 7);
+	cr_assert_eq(rd(PV_PMU_MSR_PMI_CFG), PV_PMU_PMI_MODE_VECTOR | 0x2e);
+	cr_assert_eq(rd(PV_PMU_MSR_GLOBAL_CTRL), 3);
+}
+
+Test(pmu, restore_sets_what_the_guest_cannot)
+{
+	struct pmu_vcpu_state st = { 0 };
+	const char *why;
+
+	/* A pending, masked PMI with an overflow and THROTTLED: GLOBAL_STATUS is read-only for a guest. */
+	st.status = 1 | PV_PMU_STATUS_THROTTLED;
+	st.pmi_cfg = PV_PMU_PMI_MASK;
+	st.pmi_pending = true;
+	st.page = 4096 | PV_PMU_PAGE_ENABLE;
+	st.page_seq = 40;
+	st.page_updates = 20;
+	cr_assert_eq(pmu_vcpu_restore(&P, &st, &why), 0, "%s", why);
+	cr_assert_eq(rd(PV_PMU_MSR_GLOBAL_STATUS), 1 | PV_PMU_STATUS_THROTTLED);
+	cr_assert_eq(F->injects, 0, "masked: the pending PMI waits");
+	wr(PV_PMU_MSR_PMI_CFG, 0);
+	cr_assert_eq(F->injects, 1, "unmasking delivers the restored pending PMI");
+	/* The page continues its sequence and update counts instead of restarting. */
+	cr_assert_geq(((struct pv_pmu_page *)(F->ram + 4096))->updates, 21);
+	cr_assert_eq(((struct pv_pmu_page *)(F->ram + 4096))->seq % 2, 0);
+	cr_assert_gt(((struct pv_pmu_page *)(F->ram + 4096))->seq, 40);
+}
+
+Test(pmu, restore_recomputes_error)
+{
+	struct pmu_vcpu_state st = { 0 };
+	const char *why;
+
+	st.cfg[0] = PV_PMU_EV_TASK_CLOCK | BOTH | PV_PMU_CFG_EN;
+	st.global_ctrl = 1;
+	F->fail_open = -EMFILE; /* the new host is out of fds: a soft ERROR, as at any start */
+	cr_assert_eq(pmu_vcpu_restore(&P, &st, &why), 0, "%s", why);
+	cr_assert_eq(rd(PV_PMU_MSR_ERROR), 1);
+	F->fail_open = 0;
+}
+
+Test(pmu, state_check_refuses_impossible_states)
+{
+	static const struct {
+		struct pmu_vcpu_state st;
+		const char *want;
+	} cases[] = {
+		{ { .global_ctrl = 1ULL << 8 }, "GLOBAL_CTRL" },
+		{ { .status = 1ULL << 20 }, "GLOBAL_STATUS" },
+		{ { .pmi_cfg = PV_PMU_PMI_MODE_VECTOR | 0x10 }, "PMI_CFG" },
+		{ { .pmi_cfg = 1ULL << 40 }, "PMI_CFG" },
+		{ { .page = 0x1000 | 0x10 }, "PAGE" },
+		{ { .page_seq = 3 }, "odd" },
+		{ { .value = { [2] = 1ULL << 48 } }, "wider" },
+		{ { .cfg = { [1] = PV_PMU_CFG_EN | (1ULL << 30) } }, "reserved bits" },
+		{ { .cfg = { [1] = PV_PMU_CFG_EN | BOTH | 255 } }, "not available" },
+		{ { .cfg = { [1] = PV_PMU_CFG_EN | PV_PMU_CFG_USR | PV_PMU_EV_EXITS_IO } }, "filter" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *why = NULL;
+
+		cr_assert_eq(pmu_vcpu_state_check(&VM.caps, &cases[i].st, &why), -EINVAL, "case %zu", i);
+		cr_assert(why && strstr(why, cases[i].want), "case %zu: '%s' lacks '%s'", i, why,
+			  cases[i].want);
+		cr_assert_eq(pmu_vcpu_restore(&P, &cases[i].st, &why), -EINVAL, "restore refuses case %zu",
+			     i);
+	}
+	cr_assert_eq(F->opens, 0, "nothing was opened for a refused state");
+}
+
+Test(pmu, caps_equal)
+{
+	struct pmu_caps a = VM.caps, b = VM.caps;
+	const char *why = "unset";
+
+	cr_assert(pmu_caps_equal(&a, &b, &why));
+	cr_assert_null(why);
+	b.avail[0] ^= 1ULL << 5;
+	cr_assert_not(pmu_caps_equal(&a, &b, &why));
+	cr_assert(strstr(why, "AVAIL"));
+	b = a;
+	b.nr_counters--;
+	cr_assert_not(pmu_caps_equal(&a, &b, &why));
+	b = a;
+	b.host_budget++;
+	cr_assert_not(pmu_caps_equal(&a, &b, &why));
+	cr_assert(strstr(why, "limits"));
+}

@@ -295,3 +295,37 @@ Test(cli, reparse_after_error_starts_fresh)
 	cr_assert_eq(cfg.nr_cpus, VM_DEFAULT_CPUS, "no state from the previous parse");
 	cr_assert_not(cfg.verbose);
 }
+
+/* ---- --restore (docs/snapshot.md) ---------------------------------------------- */
+
+Test(cli, restore_takes_the_machine_from_the_snapshot)
+{
+	cr_assert_eq(PARSE("--restore", "/snaps/a", "--api-socket", "/tmp/s", "--timeout", "9"), 0, "%s",
+		     err.msg);
+	cr_assert_str_eq(cfg.restore, "/snaps/a");
+	cr_assert_null(cfg.kernel, "no --kernel needed");
+	cr_assert_not(cfg.restore_read, "memory is mapped by default");
+	cr_assert_not(cfg.restore_no_check, "the memory checksum is checked by default");
+	cr_assert_eq(PARSE("--restore", "d", "--restore-memory", "read", "--no-memory-check"), 0, "%s",
+		     err.msg);
+	cr_assert(cfg.restore_read);
+	cr_assert(cfg.restore_no_check);
+	cr_assert_eq(PARSE("--restore", "d", "--restore-memory", "map"), 0);
+	cr_assert_not(cfg.restore_read);
+}
+
+Test(cli, restore_refuses_what_the_snapshot_sets)
+{
+	expect_bad("--kernel cannot be combined with --restore", "--restore", "d", "--kernel", "k.elf");
+	expect_bad("--cpus cannot be combined with --restore", "--cpus", "2", "--restore", "d");
+	expect_bad("--memory cannot be combined with --restore", "--restore", "d", "--memory", "64M");
+	expect_bad("--cmdline cannot be combined with --restore", "--restore", "d", "--cmdline", "x");
+	expect_bad("--pmu cannot be combined with --restore", "--restore", "d", "--pmu", "on");
+	expect_bad("--restore needs a snapshot directory", "--restore", "");
+	expect_bad("--restore-memory must be map or read (got 'lazy')", "--restore", "d", "--restore-memory",
+		   "lazy");
+	expect_bad("--restore-memory and --no-memory-check need --restore", "--kernel", "k",
+		   "--no-memory-check");
+	expect_bad("--restore-memory and --no-memory-check need --restore", "--kernel", "k",
+		   "--restore-memory", "map");
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Run each libFuzzer target for a bounded time on its corpus (build/fuzz/
+# corpus-NAME, which grows across runs) and report its executions; a crash,
+# leak or sanitizer report fails. Usage: tests/run-fuzz.sh FUZZ_DIR SECONDS NAME...
+set -uo pipefail
+dir=$1; secs=$2; shift 2
+fail=0
+for t in "$@"; do
+	mkdir -p "$dir/corpus-$t"
+	out=$(timeout $((secs + 60)) "$dir/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+		-artifact_prefix="$dir/$t-" -print_final_stats=1 "$dir/corpus-$t" 2>&1)
+	rc=$?
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' <<<"$out")
+	if [ $rc -ne 0 ]; then
+		fail=1
+		echo "FAIL fuzz $t (status $rc):"
+		tail -n 40 <<<"$out"
+	else
+		echo "ok   fuzz $t: ${runs:-?} inputs in ${secs}s, corpus $(ls "$dir/corpus-$t" | wc -l) files"
+	fi
+done
+exit $fail
