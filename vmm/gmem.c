@@ -27,14 +27,20 @@ int gmem_check_size(uint64_t size, struct errbuf *err)
 	return 0;
 }
 
-int gmem_init(struct gmem *m, uint64_t size, struct errbuf *err)
+/* An empty gmem (safe for gmem_fini), and the size checked. */
+static int gmem_reset(struct gmem *m, uint64_t size, struct errbuf *err)
 {
-	int rc = gmem_check_size(size, err);
-
 	m->fd = -1;
 	m->src_fd = -1;
 	m->hva = NULL;
 	m->size = 0;
+	return gmem_check_size(size, err);
+}
+
+int gmem_init(struct gmem *m, uint64_t size, struct errbuf *err)
+{
+	int rc = gmem_reset(m, size, err);
+
 	if (rc)
 		return rc;
 	m->fd = memfd_create("perfvisor-guest-ram", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -63,12 +69,8 @@ err_close:
 
 int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
 {
-	int rc = gmem_check_size(size, err);
+	int rc = gmem_reset(m, size, err);
 
-	m->fd = -1;
-	m->src_fd = -1;
-	m->hva = NULL;
-	m->size = 0;
 	if (rc)
 		return rc;
 	/* Copy-on-write: pages come from the file when first touched, the file never changes. */
