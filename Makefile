@@ -107,9 +107,9 @@ $(BUILD)/tests/jsoncheck: tests/integration/jsoncheck.c | $(DEPS_STAMP)
 
 # The invariant checker compiled against each frozen stats ABI (tests/abi/vN).
 STATS_ABI_VERSIONS := v1
-$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c $(BUILD)/libutil.a
+$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c $(BUILD)/libutil.a
 	$(Q)echo "  LD      $@ (frozen stats ABI $*)"
-	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c \
+	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c \
 		-L$(BUILD) -lutil $(LDLIBS)
 
 INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))

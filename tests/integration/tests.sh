@@ -224,7 +224,7 @@ for k in 0 37; do
 		awk -v pid=$vmpid '
 			/^# HELP perfvisor_[a-z0-9_]+ / { help[$3] = 1; next }
 			/^# TYPE perfvisor_[a-z0-9_]+ (counter|gauge)$/ { type[$3] = 1; next }
-			/^perfvisor_[a-z0-9_]+\{vm="[0-9]+"(,vcpu="[0-9]+")?\} [0-9]+$/ {
+			/^perfvisor_[a-z0-9_]+\{vm="[0-9]+"(,vcpu="[0-9]+")?\} [0-9]+(\.[0-9]+)?$/ {
 				name = $1; sub(/\{.*/, "", name)
 				if (!help[name] || !type[name]) { print "no HELP/TYPE before " name; bad = 1 }
 				if ($0 !~ "vm=\"" pid "\"") { print "wrong vm label: " $0; bad = 1 }
@@ -233,7 +233,10 @@ for k in 0 37; do
 			{ print "bad line: " $0; bad = 1 }
 			END { if (n == 0) { print "no samples"; bad = 1 } exit bad }' "$T/stat.prom" >>"$T/$cur.err" ||
 			bad "stat --prometheus output is not the text exposition format (see stderr)"
-		grep -q "^perfvisor_exit_io{vm=\"$vmpid\",vcpu=\"0\"} $v\$" "$T/stat.prom" || bad "prometheus exit_io sample missing"
+		grep -q "^perfvisor_exit_io_total{vm=\"$vmpid\",vcpu=\"0\"} $v\$" "$T/stat.prom" || bad "prometheus exit_io sample missing"
+		# Times in base units: nanoseconds become seconds, as exact decimals.
+		grep -q "^perfvisor_time_kvm_run_seconds_total{vm=\"$vmpid\",vcpu=\"0\"} [0-9]*\.[0-9]\{9\}\$" "$T/stat.prom" ||
+			bad "prometheus time_kvm_run_seconds_total sample missing"
 	fi
 	stop_vm TERM; st=0
 	done_test
@@ -259,6 +262,29 @@ expect_status 0
 [ "$(grep -c '^TOTAL' "$T/stat-live.out")" -eq 3 ] || bad "expected 3 refreshes"
 grep -q '/s' "$T/stat-live.out" || bad "no rate column"
 done_test
+# --once goes with a format; JSON with --interval/--count is a stream, one object per line.
+run stat-once-json 60 "$PV" stat $vmpid --once --json --fields exits
+expect_status 0
+[ "$(wc -l <"$T/stat-once-json.out")" -eq 1 ] || bad "--once --json printed more than one line"
+"$JC" 'vcpus/3/exits=*' <"$T/stat-once-json.out" 2>>"$T/$cur.err" || bad "--once --json output does not check"
+done_test
+run stat-ndjson 60 "$PV" stat $vmpid --json --interval 0.2 --count 3 --fields 'exits,time.*'
+expect_status 0
+[ "$(wc -l <"$T/stat-ndjson.out")" -eq 3 ] || bad "expected 3 JSON lines"
+for l in 1 2 3; do
+	sed -n "${l}p" "$T/stat-ndjson.out" | "$JC" "pid=$vmpid" 'time_ns=*' 'vcpus/3/exits=*' 'vm/state=online' \
+		2>>"$T/$cur.err" || bad "line $l is not one JSON sample"
+done
+t1=$(sed -n 1p "$T/stat-ndjson.out" | "$JC" time_ns 2>/dev/null)
+t3=$(sed -n 3p "$T/stat-ndjson.out" | "$JC" time_ns 2>/dev/null)
+[ "${t3:-0}" -gt "${t1:-0}" ] 2>/dev/null || bad "time_ns does not grow: $t1, $t3"
+done_test
+run stat-once-count 10 "$PV" stat $vmpid --once --count 2
+expect_status 2; expect_err '--once takes one sample'; done_test
+run stat-prom-interval 10 "$PV" stat $vmpid --prometheus --interval 1
+expect_status 2; expect_err '--prometheus prints one sample'; done_test
+run stat-json-prom 10 "$PV" stat $vmpid --json --prometheus
+expect_status 2; expect_err 'choose one of --json and --prometheus'; done_test
 stop_vm TERM
 
 run stat-no-target 10 "$PV" stat
