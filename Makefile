@@ -105,6 +105,10 @@ $(BUILD)/tests/jsoncheck: tests/integration/jsoncheck.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -ljansson
 
+$(BUILD)/tests/statsread: tests/integration/statsread.c $(BUILD)/libstats.a $(BUILD)/libutil.a | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lstats -lutil $(LDLIBS)
+
 # The invariant checker compiled against each frozen stats ABI (tests/abi/vN).
 STATS_ABI_VERSIONS := v1
 $(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c $(BUILD)/libutil.a
@@ -112,7 +116,7 @@ $(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_
 	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c \
 		-L$(BUILD) -lutil $(LDLIBS)
 
-INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 integration: $(INTEGRATION_DEPS)
 	$(Q)bash tests/integration/run.sh
 

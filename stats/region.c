@@ -223,3 +223,24 @@ uint64_t sb_sum(struct stats_region *r, struct sb_field f)
 		sum += sb_get(r, i, f);
 	return sum;
 }
+
+int sb_read(struct stats_region *r, unsigned idx, const struct sb_field *f, unsigned n, uint64_t *out)
+{
+	struct sb_entry e =
+		n && f[0].record == PV_STATS_RECORD_VM ? stats_vm_entry(r) : stats_vcpu_entry(r, idx);
+	const uint32_t *seq = (const uint32_t *)e.base;
+
+	for (unsigned tries = 0; tries < 10000; tries++) {
+		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+
+		if (!(s1 & 1)) {
+			for (unsigned i = 0; i < n; i++)
+				out[i] = __atomic_load_n(sb_slot(e, f[i]), __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(seq, __ATOMIC_RELAXED) == s1)
+				return 0;
+		}
+		__builtin_ia32_pause();
+	}
+	return -EBUSY;
+}

@@ -121,6 +121,14 @@ static inline void sb_set(struct sb_entry e, struct sb_field f, uint64_t v)
 uint64_t sb_get(struct stats_region *r, unsigned idx, struct sb_field f);
 /* The sum of field f over all online vCPUs. Any thread. */
 uint64_t sb_sum(struct stats_region *r, struct sb_field f);
+/*
+ * A consistent read of n fields of one record (all of f[]'s record kind;
+ * idx is the vCPU, ignored for the VM record) under its seqlock, for a
+ * thread that is not the record's writer and needs values that belong
+ * together. Tries a bounded number of times (microseconds, never sleeps);
+ * returns 0, or -EBUSY if the writer stayed inside an update. Any thread.
+ */
+int sb_read(struct stats_region *r, unsigned idx, const struct sb_field *f, unsigned n, uint64_t *out);
 
 /* ======================= reader ======================================== */
 

@@ -287,6 +287,65 @@ run stat-json-prom 10 "$PV" stat $vmpid --json --prometheus
 expect_status 2; expect_err 'choose one of --json and --prometheus'; done_test
 stop_vm TERM
 
+# Live time: vCPU 0 spins in ring 3, vCPU 1 halts, neither exits. time.kvm_run_ns (live, from
+# time.kvm_run_since_ns) shows both inside KVM_RUN; time.cpu_ns shows the spinning one busy and the
+# halted one idle; the main thread refreshes the kvm.* mirror while they stay inside.
+cur=stats-live-time; ok=1
+start_vm $cur 120 run --kernel "$G/behave.elf" --cmdline "mode=spinhalt" --cpus 2 --timeout 100
+sleep 2
+"$PV" stat $vmpid --interval 1 --count 3 --fields 'exits,time.kvm_run_ns,kvm.refreshes,time.cpu_ns' \
+	>"$T/live.out" 2>>"$T/$cur.err" || bad "stat failed"
+# Rows with rates (the 2nd and 3rd table): VCPU STATE exits (rate) run (share) refreshes (rate) cpu (share).
+awk '$1 ~ /^[01]$/ && $2 == "online" && NF == 10 {
+		if (!(($1) in first_exits)) { first_exits[$1] = $3; first_ref[$1] = $7 }
+		last_exits[$1] = $3; last_ref[$1] = $7; run[$1] = $6; cpu[$1] = $10 }
+	END {
+		for (i = 0; i <= 1; i++) {
+			r = run[i]; c = cpu[i]; gsub(/[()%]/, "", r); gsub(/[()%]/, "", c)
+			printf "  (vCPU %d: time.kvm_run_ns %s%%, time.cpu_ns %s%%, exits %s -> %s, kvm.refreshes %s -> %s)\n",
+				i, r, c, first_exits[i], last_exits[i], first_ref[i], last_ref[i]
+			if (r + 0 < 90) { print "vCPU " i " in KVM_RUN only " r "%: not live"; bad = 1 }
+			if (first_exits[i] != last_exits[i]) { print "vCPU " i " exited"; bad = 1 }
+			if (last_ref[i] - first_ref[i] < 5) { print "vCPU " i ": kvm.* not refreshed inside KVM_RUN"; bad = 1 }
+		}
+		c0 = cpu[0]; c1 = cpu[1]; gsub(/[()%]/, "", c0); gsub(/[()%]/, "", c1)
+		if (c0 + 0 < 30) { print "the spinning vCPU used only " c0 "% CPU"; bad = 1 }
+		if (c1 + 0 > 5) { print "the halted vCPU used " c1 "% CPU"; bad = 1 }
+		exit bad }' "$T/live.out" >"$T/live.verdict" || bad "$(grep -v '^  (' "$T/live.verdict" | tr '\n' ';')"
+grep '^  (' "$T/live.verdict"
+stop_vm TERM; st=0
+done_test
+
+# 1e6+ reads (and at least 3 s of them) of a vCPU exiting as fast as it can: none busy.
+cur=stats-read-busy; ok=1
+start_vm $cur 120 run --kernel "$G/behave.elf" --cmdline "mode=ports count=1000000000" --timeout 100
+sleep 1
+"$B/tests/statsread" $vmpid 1000000 3 >"$T/statsread.out" 2>&1 || bad "$(cat "$T/statsread.out")"
+echo "  ($(cat "$T/statsread.out"))"
+stop_vm TERM; st=0
+done_test
+
+# At the VMM's end the VM record becomes STOPPED: a JSON stream shows it last and ends by itself.
+cur=stats-vm-stopped; ok=1
+start_vm stats-vm-stopped-vm 60 run --kernel "$G/behave.elf" --cmdline "mode=tick" --timeout 3
+sleep 1
+timeout 30 "$PV" stat $vmpid --json --interval 0.5 --fields 'exits,exit.*' >"$T/$cur.out" 2>"$T/$cur.err"
+st=$?
+expect_status 0
+tail -n 1 "$T/$cur.out" | "$JC" vm/state=stopped vcpus/0/state=stopped 2>>"$T/$cur.err" ||
+	bad "the last sample is not of a stopped VM"
+# `exits` counts exits to handle; an interrupted KVM_RUN (the stop's kick) is exit.intr only.
+tail -n 1 "$T/$cur.out" | "$JC" vcpus/0/exits vcpus/0/exit.io vcpus/0/exit.mmio vcpus/0/exit.msr_read \
+	vcpus/0/exit.msr_write vcpus/0/exit.hlt vcpus/0/exit.shutdown vcpus/0/exit.other vcpus/0/exit.intr \
+	>"$T/exits.txt" 2>>"$T/$cur.err" || bad "exit fields missing"
+awk 'NR == 1 { e = $1 } NR > 1 && NR < 9 { s += $1 } NR == 9 { i = $1 }
+	END { printf "  (exits %d = sum of exit reasons %d; exit.intr %d)\n", e, s, i; exit !(e == s && e > 0 && i >= 1) }' \
+	"$T/exits.txt" || bad "exits is not the sum of the exit reasons, or no exit.intr"
+stop_vm
+[ "$st" -eq 124 ] || bad "the VM ended with $st, not its --timeout's 124"
+st=0
+done_test
+
 run stat-no-target 10 "$PV" stat
 expect_status 2; done_test
 run stat-bad-flag 10 "$PV" stat 1 --frobnicate
