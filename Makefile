@@ -52,7 +52,7 @@ $(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcar
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) -ljansson $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) -ljansson -lmicrohttpd $$(LDLIBS)
 
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.

@@ -4,10 +4,13 @@
 # when everything is present. Usage: scripts/deps.sh [build|testhost|bench]...
 set -euo pipefail
 
-# Build: compiler, KVM API headers, the libraries the components link,
-# Criterion for the unit tests, clang-format for `make format-check`.
+# Build: compiler, KVM API headers, the libraries the components link
+# (libmicrohttpd: the HTTP server of `perfvisor exporter`), Criterion for
+# the unit tests, clang-format for `make format-check`; and what `make
+# check`'s integration tests run: Prometheus (the server that scrapes the
+# exporter, and promtool) and busybox (its nc and wget talk HTTP).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
-	liburing-dev libjansson-dev libcriterion-dev clang-format)
+	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format prometheus busybox-static)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

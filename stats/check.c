@@ -114,6 +114,11 @@ static bool check_header(struct checker *c)
 	for (i = 0; i < nres && h->reserved[i] == 0; i++)
 		;
 	CHECK(c, i == nres, "header reserved fields are zero%s", i == nres ? "" : ": one is not");
+#ifdef PV_STATS_VM_NAME_MAX /* a header that has the name (not ABI v1) */
+	if (hs >= offsetof(struct pv_stats_header, name) + sizeof(h->name))
+		CHECK(c, memchr(h->name, 0, sizeof(h->name)) && (!h->name[0] || stats_vm_name_ok(h->name)),
+		      "the VM name is NUL-terminated and empty or 1-63 chars of [A-Za-z0-9_.:-]");
+#endif
 	CHECK(c, h->region_size == c->size, "region_size %llu equals the file size %zu",
 	      (unsigned long long)h->region_size, c->size);
 	return true;

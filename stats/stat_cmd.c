@@ -60,6 +60,7 @@ struct stat_ctx {
 	bool *sel; /* per descriptor */
 	struct stats_snap *cur, *prev;
 	bool have_prev;
+	char name[PV_STATS_VM_NAME_MAX]; /* from the header; "" if none or not valid */
 };
 
 __attribute__((format(printf, 1, 2))) static int usage_err(const char *fmt, ...)
@@ -319,8 +320,9 @@ static void print_table(struct stat_ctx *c)
 		fputs("perfvisor stat: out of memory\n", stderr);
 		goto out;
 	}
-	printf("perfvisor stat: pid %d  generation %llu  vcpus %u/%u", (int)c->pid,
-	       (unsigned long long)stats_snap_generation(s), online, h->vcpu.slots);
+	printf("perfvisor stat: pid %d%s%s  generation %llu  vcpus %u/%u", (int)c->pid,
+	       c->name[0] ? "  name " : "", c->name, (unsigned long long)stats_snap_generation(s), online,
+	       h->vcpu.slots);
 	if (h->start_time_ns && stats_snap_time(s) > h->start_time_ns)
 		printf("  uptime %.1fs", (double)(stats_snap_time(s) - h->start_time_ns) / 1e9);
 	printf("\nvm (%s):", state_name(s, PV_STATS_RECORD_VM, 0));
@@ -379,6 +381,7 @@ static int print_json(struct stat_ctx *c)
 		goto out;
 	}
 	json_object_set_new(root, "pid", json_integer(c->pid));
+	json_object_set_new(root, "name", json_string(c->name));
 	json_object_set_new(root, "time_ns", json_u64(stats_snap_time(s)));
 	json_object_set_new(root, "generation", json_u64(stats_snap_generation(s)));
 	json_object_set_new(vm, "state", json_string(state_name(s, PV_STATS_RECORD_VM, 0)));
@@ -445,7 +448,7 @@ static bool vm_stopped(const struct stats_snap *s)
 
 static int print_one(struct stat_ctx *c, const struct stat_opts *o)
 {
-	struct stats_prom_vm pv = { .v = c->v, .s = c->cur, .sel = c->sel, .pid = c->pid };
+	struct stats_prom_vm pv = { .v = c->v, .s = c->cur, .sel = c->sel, .pid = c->pid, .name = c->name };
 
 	switch (o->format) {
 	case FMT_JSON:
@@ -506,6 +509,10 @@ int stats_cmd_stat(int argc, char **argv)
 	}
 	if (!c.pid)
 		c.pid = (pid_t)stats_view_header(c.v)->producer_pid;
+	memcpy(c.name, stats_view_header(c.v)->name, sizeof(c.name));
+	c.name[sizeof(c.name) - 1] = '\0';
+	if (c.name[0] && !stats_vm_name_ok(c.name))
+		c.name[0] = '\0'; /* a hostile producer's name is not printed */
 	c.n = stats_view_ndesc(c.v);
 	c.sel = calloc(c.n ? c.n : 1, sizeof(bool));
 	if (!c.sel || stats_snap_create(&c.cur, c.v) || stats_snap_create(&c.prev, c.v)) {

@@ -53,6 +53,15 @@ int sb_declare(struct stats_region *r, enum pv_stats_record record, const char *
 	       enum pv_stats_unit unit, int scale, struct sb_field *out, struct errbuf *err);
 
 /*
+ * The VM's name for the header (run --name; labels in Prometheus): at most
+ * PV_STATS_VM_NAME_MAX - 1 bytes of [A-Za-z0-9_.:-], or "". Before freeze.
+ * Returns 0, -EINVAL or -EBUSY (after freeze).
+ */
+int stats_region_set_name(struct stats_region *r, const char *name, struct errbuf *err);
+/* Is `name` a valid VM name (what stats_region_set_name and run --name take)? */
+bool stats_vm_name_ok(const char *name);
+
+/*
  * Fix the layout: size the memfd once for all slots, write the header and
  * descriptors, map it for the producer and seal it (shrink, grow, future
  * write, seal). Entries never move afterwards. Returns 0 or -errno.
@@ -258,6 +267,8 @@ int stats_prom_write(FILE *out, const struct stats_prom_vm *vms, unsigned n);
 
 /* `perfvisor stat TARGET [options]`: argv[0] is "stat". Returns the exit status. */
 int stats_cmd_stat(int argc, char **argv);
+/* `perfvisor exporter --listen ADDR:PORT [--socket-dir DIR]`: argv[0] is "exporter". Returns the exit status. */
+int stats_cmd_exporter(int argc, char **argv);
 /* `perfvisor stats-check TARGET`: argv[0] is "stats-check". Returns the exit status. */
 int stats_cmd_check(int argc, char **argv);
 

@@ -82,7 +82,7 @@ int stats_view_open_pid(struct stats_view **out, pid_t pid, struct errbuf *err)
  * line with the fd attached (SCM_RIGHTS). Without an fd, the line is the
  * error. The reply is not parsed further: the fd is the answer.
  */
-int stats_socket_fd(const char *path, struct errbuf *err)
+int stats_socket_fd(const char *path, int timeout_ms, struct errbuf *err)
 {
 	char line[256];
 	int s, fd, rc;
@@ -91,7 +91,7 @@ int stats_socket_fd(const char *path, struct errbuf *err)
 	s = util_api_connect(path, err);
 	if (s < 0)
 		return s;
-	rc = util_api_request(s, "{\"cmd\":\"stats-fd\"}", line, sizeof(line), &fd, 10000, err);
+	rc = util_api_request(s, "{\"cmd\":\"stats-fd\"}", line, sizeof(line), &fd, timeout_ms, err);
 	close(s);
 	if (rc)
 		return rc;
@@ -120,5 +120,5 @@ int stats_target_fd(const char *target, pid_t *pid, struct errbuf *err)
 	if (!S_ISSOCK(st.st_mode))
 		return errbuf_set(err, -EINVAL,
 				  "TARGET %s is not a Unix socket (give a PID or --api-socket path)", target);
-	return stats_socket_fd(target, err);
+	return stats_socket_fd(target, 10000, err);
 }

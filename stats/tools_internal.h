@@ -22,10 +22,10 @@
 int stats_pid_fd(pid_t pid, struct errbuf *err);
 
 /*
- * Ask a VMM's control socket for a read-only region fd (SCM_RIGHTS).
- * Returns the fd or -errno with a message.
+ * Ask a VMM's control socket for a read-only region fd (SCM_RIGHTS), waiting
+ * at most timeout_ms for the reply. Returns the fd or -errno with a message.
  */
-int stats_socket_fd(const char *path, struct errbuf *err);
+int stats_socket_fd(const char *path, int timeout_ms, struct errbuf *err);
 
 /*
  * TARGET as the tools take it: all digits = a PID, otherwise a path to the

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "perfvisor/bootinfo.h"
+#include "stats/stats.h"
 
 const char cli_run_usage[] =
 	"Usage: perfvisor run --kernel FILE [options]\n"
@@ -24,6 +25,8 @@ const char cli_run_usage[] =
 	"  --stdin              feed standard input to the guest's serial port\n"
 	"  --timeout SECONDS    stop the guest after SECONDS and exit 124 (default: no limit)\n"
 	"  --api-socket PATH    serve the control socket (docs/api.md) at PATH, owner-only\n"
+	"  --name NAME          the VM's name in its statistics and their Prometheus labels\n"
+	"                       (1-63 characters of A-Z a-z 0-9 _ . : -)\n"
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
@@ -43,7 +46,8 @@ enum {
 	OPT_VERBOSE,
 	OPT_HELP,
 	OPT_API_SOCKET,
-	OPT_PMU
+	OPT_PMU,
+	OPT_NAME
 };
 
 static const struct option run_options[] = {
@@ -58,6 +62,7 @@ static const struct option run_options[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "api-socket", required_argument, NULL, OPT_API_SOCKET },
 	{ "pmu", required_argument, NULL, OPT_PMU },
+	{ "name", required_argument, NULL, OPT_NAME },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -127,6 +132,13 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		if (arg[0] == '\0')
 			return errbuf_set(err, -EINVAL, "--api-socket needs a path");
 		cfg->api_socket = arg;
+		return 0;
+	case OPT_NAME:
+		if (!stats_vm_name_ok(arg))
+			return errbuf_set(err, -EINVAL,
+					  "--name '%.80s' must be 1 to %u characters of A-Z a-z 0-9 _ . : -",
+					  arg, PV_STATS_VM_NAME_MAX - 1);
+		cfg->name = arg;
 		return 0;
 	case OPT_PMU:
 		if (strcmp(arg, "on") && strcmp(arg, "off"))

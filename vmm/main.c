@@ -22,6 +22,7 @@ static const char main_usage[] =
 	"  api          send requests to a VM's control socket: perfvisor api SOCKET JSON...\n"
 	"  stat         show a running VM's statistics (perfvisor stat --help)\n"
 	"  stats-check  check a running VM's statistics region (perfvisor stats-check --help)\n"
+	"  exporter     serve VMs' statistics to Prometheus over HTTP (perfvisor exporter --help)\n"
 	"  host         which kind of KVM host this is (perfvisor host --help)\n"
 	"  help         show this help\n";
 
@@ -156,6 +157,8 @@ int main(int argc, char **argv)
 		return stats_cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stats-check"))
 		return stats_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "exporter"))
+		return stats_cmd_exporter(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "host"))
 		return cmd_host(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

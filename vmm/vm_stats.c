@@ -218,6 +218,8 @@ int vm_stats_create(struct vm *vm, struct errbuf *err)
 		vm->vcpus[i].kvm_stats_fd = ioctl(vm->vcpus[i].fd, KVM_GET_STATS_FD, NULL);
 	rc = stats_region_create(&vm->stats, vm->nr_vcpus, err);
 	if (!rc)
+		rc = stats_region_set_name(vm->stats, vm->cfg.name ? vm->cfg.name : "", err);
+	if (!rc)
 		rc = declare_table(vm, PV_STATS_RECORD_VCPU, vcpu_fields,
 				   sizeof(vcpu_fields) / sizeof(vcpu_fields[0]), err);
 	if (!rc)
