@@ -116,6 +116,27 @@ $(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_
 	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c \
 		-L$(BUILD) -lutil $(LDLIBS)
 
+# The stats ABI both ways (tests/abi/test_compat_*.c): today's reader on a
+# region of a producer built from the frozen v1 header, and a reader and
+# checker built from the v1 header on a region of today's producer.
+ABI_COMPAT := $(BUILD)/tests/abi-compat-new-reader $(BUILD)/tests/abi-compat-v1-reader
+$(BUILD)/abi/compat_v1_producer.o: tests/abi/compat_v1_producer.c tests/abi/compat.h tests/abi/v1/perfvisor/stats_abi.h | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@ (frozen stats ABI v1)"
+	$(Q)$(CC) -Itests/abi/v1 -Itests/abi $(CFLAGS_BASE) -MF /dev/null -c $< -o $@
+$(BUILD)/tests/abi-compat-new-reader: tests/abi/test_compat_new_reader.c tests/abi/compat.h tests/abi/compat_check.h $(BUILD)/abi/compat_v1_producer.o $(BUILD)/libstats.a $(BUILD)/libutil.a
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
+	$(Q)$(CC) -Itests/abi $(CFLAGS_BASE) -MF /dev/null -o $@ $< $(BUILD)/abi/compat_v1_producer.o -L$(BUILD) -lstats -lutil $(CRITERION_LIBS) $(LDLIBS)
+$(BUILD)/abi/region_current.o: stats/region.c include/perfvisor/stats_abi.h | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@ (today's stats ABI)"
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -c $< -o $@
+$(BUILD)/tests/abi-compat-v1-reader: tests/abi/test_compat_v1_reader.c tests/abi/compat.h tests/abi/compat_check.h tests/abi/v1/perfvisor/stats_abi.h stats/check.c stats/reader.c stats/target.c $(BUILD)/abi/region_current.o $(BUILD)/libutil.a
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@ (frozen stats ABI v1 reader)"
+	$(Q)$(CC) -Itests/abi/v1 -Itests/abi $(CFLAGS_BASE) -MF /dev/null -o $@ $< stats/check.c stats/reader.c stats/target.c \
+		$(BUILD)/abi/region_current.o -L$(BUILD) -lutil $(CRITERION_LIBS) $(LDLIBS)
+abi-compat: $(ABI_COMPAT)
+	$(Q)for t in $(ABI_COMPAT); do out=$$(timeout 120 $$t 2>&1) || { echo "FAIL $$t"; echo "$$out" | tail -n 20; exit 1; }; \
+		echo "ok   $$t: $$(echo "$$out" | grep -a Synthesis | tail -n 1)"; done
+
 INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 integration: $(INTEGRATION_DEPS)
 	$(Q)bash tests/integration/run.sh
@@ -132,7 +153,7 @@ guest-check: $(GUEST_CHECK_IMAGES)
 	$(Q)sh tests/guest-check/selftest.sh
 	$(Q)sh tests/guest-check/check.sh tests/guest-check/allow $(GUEST_CHECK_IMAGES)
 
-check: unit guest-check integration format-check
+check: unit abi-compat guest-check integration format-check
 	$(Q)echo "make check: all test suites passed"
 
 run: all
@@ -155,6 +176,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit integration check-testhost guest-check check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
