@@ -32,7 +32,8 @@ const char cli_run_usage[] =
 	"  --help               show this help\n"
 	"\n"
 	"Exit status: the guest's (test device DONE status, or (v << 1) | 1 for a write of v\n"
-	"to the debug-exit port 0xf4; 0 for an i8042 reset), 2 bad usage, 123 guest crash\n"
+	"to the debug-exit port 0xf4 -- always odd, never 0, and v = 1, 61, 62 give 3, 123,\n"
+	"125 --; 0 for an i8042 reset), 2 bad usage, 3 guest assertion, 123 guest crash\n"
 	"(triple fault, KVM error), 124 timeout, 125 perfvisor/KVM error, 128+N signal N.\n";
 
 enum {
