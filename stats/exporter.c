@@ -56,17 +56,7 @@ struct found_vm {
 	char name[PV_STATS_VM_NAME_MAX];
 };
 
-__attribute__((format(printf, 1, 2))) static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("perfvisor exporter: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see perfvisor exporter --help)\n", stderr);
-	return 2;
-}
+#define usage_err(...) stats_usage_err("exporter", __VA_ARGS__)
 
 /* A copy of s safe to print on one line: printable ASCII only, at most len - 1 bytes. */
 static void printable(char *buf, size_t len, const char *s)

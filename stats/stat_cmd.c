@@ -63,17 +63,7 @@ struct stat_ctx {
 	char name[PV_STATS_VM_NAME_MAX]; /* from the header; "" if none or not valid */
 };
 
-__attribute__((format(printf, 1, 2))) static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("perfvisor stat: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see perfvisor stat --help)\n", stderr);
-	return 2;
-}
+#define usage_err(...) stats_usage_err("stat", __VA_ARGS__)
 
 /* How many samples the options ask for (0 = until the VM stops), or a usage error. */
 static int check_combination(struct stat_opts *o)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,6 +16,18 @@
 
 #include "stats/stats.h"
 #include "stats/tools_internal.h"
+
+int stats_usage_err(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "perfvisor %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see perfvisor %s --help)\n", cmd);
+	return 2;
+}
 
 int stats_pid_fd(pid_t pid, struct errbuf *err)
 {

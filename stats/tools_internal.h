@@ -34,4 +34,11 @@ int stats_socket_fd(const char *path, int timeout_ms, struct errbuf *err);
  */
 int stats_target_fd(const char *target, pid_t *pid, struct errbuf *err);
 
+/*
+ * One line on stderr for a bad command line of `perfvisor CMD`:
+ * "perfvisor CMD: <message> (see perfvisor CMD --help)". Returns 2, the
+ * usage exit status.
+ */
+int stats_usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

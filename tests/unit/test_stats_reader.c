@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "stats_check_run.h"
 #include "stats_fake.h"
 
 static int open_err(struct fake *f, struct errbuf *err)
@@ -656,27 +657,6 @@ Test(stats_reader, target_errors)
 
 /* ---- stats-check ---------------------------------------------------------------- */
 
-/* Run `perfvisor stats-check ARG` with stdout captured; returns the exit status. */
-static int run_check(const char *arg, char *out, size_t outlen)
-{
-	char *argv[] = { "stats-check", (char *)arg, NULL };
-	int argc = arg ? 2 : 1, saved, tmp, rc;
-	ssize_t n;
-
-	fflush(stdout);
-	tmp = memfd_create("check-out", MFD_CLOEXEC);
-	saved = dup(STDOUT_FILENO);
-	dup2(tmp, STDOUT_FILENO);
-	rc = stats_cmd_check(argc, argv);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	n = pread(tmp, out, outlen - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(tmp);
-	return rc;
-}
-
 static void seal(struct fake *f)
 {
 	cr_assert_eq(
@@ -692,7 +672,7 @@ static void check_fails(struct fake *f, const char *fail_part)
 	int rc;
 
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	rc = run_check(pid, check_out, sizeof(check_out));
+	rc = stats_check_run(pid, check_out, sizeof(check_out));
 	cr_assert_eq(rc, 1, "rc %d:\n%s", rc, check_out);
 	cr_assert(strstr(check_out, fail_part), "output lacks '%s':\n%s", fail_part, check_out);
 	cr_assert_null(strstr(strstr(check_out, "FAIL") + 4, "FAIL"), "stops at the first violation:\n%s",
@@ -709,7 +689,7 @@ Test(stats_check, good_sealed_region_passes)
 	fake_create(&f);
 	seal(&f);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	rc = run_check(pid, check_out, sizeof(check_out));
+	rc = stats_check_run(pid, check_out, sizeof(check_out));
 	cr_assert_eq(rc, 0, "%s", check_out);
 	cr_assert_null(strstr(check_out, "FAIL"), "%s", check_out);
 	cr_assert(strstr(check_out, "invariants hold"), "%s", check_out);
@@ -718,10 +698,10 @@ Test(stats_check, good_sealed_region_passes)
 
 Test(stats_check, usage)
 {
-	cr_assert_eq(run_check(NULL, check_out, sizeof(check_out)), 2);
-	cr_assert_eq(run_check("--help", check_out, sizeof(check_out)), 0);
+	cr_assert_eq(stats_check_run(NULL, check_out, sizeof(check_out)), 2);
+	cr_assert_eq(stats_check_run("--help", check_out, sizeof(check_out)), 0);
 	cr_assert(strstr(check_out, "Usage: perfvisor stats-check TARGET"));
-	cr_assert_eq(run_check("--bogus", check_out, sizeof(check_out)), 2);
+	cr_assert_eq(stats_check_run("--bogus", check_out, sizeof(check_out)), 2);
 }
 
 Test(stats_check, unsealed_region_fails)
