@@ -418,7 +418,10 @@ else
 			--web.listen-address="127.0.0.1:$pport" --log.level=warn >"$T/prometheus.log" 2>&1 </dev/null &
 		ppid_=$!
 		i=0; while kill -0 $ppid_ 2>/dev/null && ! timeout 10 promtool query instant "http://127.0.0.1:$pport" 'vector(1)' >/dev/null 2>&1 &&
-			[ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done
+			[ $i -lt 300 ]; do
+			sleep 1; i=$((i + 1))
+			[ $((i % 30)) -eq 0 ] && echo "  (waiting for prometheus to answer on 127.0.0.1:$pport: ${i} s)"
+		done
 		kill -0 $ppid_ 2>/dev/null && break
 		ppid_=""
 	done
@@ -430,6 +433,7 @@ else
 		up=$(prom_query 'up{job="perfvisor"}'); moved=$(prom_query "$q")
 		[ "$up" = 1 ] && [ -n "$moved" ] && [ "${moved%%.*}" -gt 0 ] 2>/dev/null && break
 		sleep 1; i=$((i + 1))
+		[ $((i % 30)) -eq 0 ] && echo "  (waiting for prometheus to scrape a moving counter: ${i} s; up = $up)"
 	done
 	echo "  (prometheus on 127.0.0.1:$pport: up{job=\"perfvisor\"} = $up; $q = $moved)"
 	[ "$up" = 1 ] || bad "prometheus does not see the exporter up"
