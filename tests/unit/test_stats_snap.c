@@ -153,7 +153,7 @@ Test(stats_snap, live_values_through_the_since_companion)
 	fake_destroy(&f);
 }
 
-Test(stats_snap, a_stuck_record_is_busy_within_the_bound, .timeout = 10)
+Test(stats_snap, a_stuck_record_is_busy_within_the_bound)
 {
 	struct fake f;
 	struct stats_view *v;
@@ -218,7 +218,7 @@ static void *writer_thread(void *arg)
 	return NULL;
 }
 
-Test(stats_snap, a_million_reads_of_a_busy_preempted_writer_are_never_busy, .timeout = 120)
+Test(stats_snap, a_million_reads_of_a_busy_preempted_writer_are_never_busy)
 {
 	struct fake f;
 	struct stats_view *v;
