@@ -258,7 +258,6 @@ Test(stats_snap, a_million_reads_of_a_busy_preempted_writer_are_never_busy)
 	u1 = __atomic_load_n(&w.updates, __ATOMIC_RELAXED);
 	w.stop = true;
 	pthread_join(th, NULL);
-	/* stderr, not cr_log_info: criterion's logger leaks a buffer, which LeakSanitizer reports */
 	fprintf(stderr,
 		"%u reads in %.2f s, writer %.0f updates/s, %llu updates held open (the longest %.1f ms), "
 		"%llu reads waited one out\n",
