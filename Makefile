@@ -56,7 +56,7 @@ $(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcar
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) $$(LIBS_vmm) $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) $$(LIBS_vmm) -lmicrohttpd $$(LDLIBS)
 
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.
@@ -112,15 +112,39 @@ $(BUILD)/tests/jsoncheck: tests/integration/jsoncheck.c | $(DEPS_STAMP)
 $(BUILD)/tests/fdtset: tests/integration/fdtset.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -lfdt -lxxhash
+$(BUILD)/tests/statsread: tests/integration/statsread.c $(BUILD)/libstats.a $(BUILD)/libutil.a | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lstats -lutil $(LDLIBS)
 
 # The invariant checker compiled against each frozen stats ABI (tests/abi/vN).
 STATS_ABI_VERSIONS := v1
-$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c $(BUILD)/libutil.a
+$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c $(BUILD)/libutil.a
 	$(Q)echo "  LD      $@ (frozen stats ABI $*)"
-	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c \
+	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c \
 		-L$(BUILD) -lutil $(LDLIBS)
 
-INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/fdtset $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+# The stats ABI both ways (tests/abi/test_compat_*.c): today's reader on a
+# region of a producer built from the frozen v1 header, and a reader and
+# checker built from the v1 header on a region of today's producer.
+ABI_COMPAT := $(BUILD)/tests/abi-compat-new-reader $(BUILD)/tests/abi-compat-v1-reader
+$(BUILD)/abi/compat_v1_producer.o: tests/abi/compat_v1_producer.c tests/abi/compat.h tests/abi/v1/perfvisor/stats_abi.h | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@ (frozen stats ABI v1)"
+	$(Q)$(CC) -Itests/abi/v1 -Itests/abi $(CFLAGS_BASE) -MF /dev/null -c $< -o $@
+$(BUILD)/tests/abi-compat-new-reader: tests/abi/test_compat_new_reader.c tests/abi/compat.h tests/abi/compat_check.h $(BUILD)/abi/compat_v1_producer.o $(BUILD)/libstats.a $(BUILD)/libutil.a
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
+	$(Q)$(CC) -Itests/abi $(CFLAGS_BASE) -MF /dev/null -o $@ $< $(BUILD)/abi/compat_v1_producer.o -L$(BUILD) -lstats -lutil $(CRITERION_LIBS) $(LDLIBS)
+$(BUILD)/abi/region_current.o: stats/region.c include/perfvisor/stats_abi.h | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@ (today's stats ABI)"
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -c $< -o $@
+$(BUILD)/tests/abi-compat-v1-reader: tests/abi/test_compat_v1_reader.c tests/abi/compat.h tests/abi/compat_check.h tests/abi/v1/perfvisor/stats_abi.h stats/check.c stats/reader.c stats/target.c $(BUILD)/abi/region_current.o $(BUILD)/libutil.a
+	$(Q)mkdir -p $(dir $@) && echo "  LD      $@ (frozen stats ABI v1 reader)"
+	$(Q)$(CC) -Itests/abi/v1 -Itests/abi $(CFLAGS_BASE) -MF /dev/null -o $@ $< stats/check.c stats/reader.c stats/target.c \
+		$(BUILD)/abi/region_current.o -L$(BUILD) -lutil $(CRITERION_LIBS) $(LDLIBS)
+abi-compat: $(ABI_COMPAT)
+	$(Q)for t in $(ABI_COMPAT); do out=$$(timeout 120 $$t 2>&1) || { echo "FAIL $$t"; echo "$$out" | tail -n 20; exit 1; }; \
+		echo "ok   $$t: $$(echo "$$out" | grep -a Synthesis | tail -n 1)"; done
+
+INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 integration: $(INTEGRATION_DEPS)
 	$(Q)bash tests/integration/run.sh
 
@@ -164,7 +188,7 @@ fuzz-check: fuzz-build
 fuzz: fuzz-build
 	$(Q)bash tests/run-fuzz.sh $(FUZZ_OUT) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
-check: unit guest-check fuzz-check integration format-check
+check: unit abi-compat guest-check fuzz-check integration format-check
 	$(Q)echo "make check: all test suites passed"
 
 run: all
@@ -187,6 +211,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit integration check-testhost guest-check fuzz-build fuzz-check fuzz check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check fuzz-build fuzz-check fuzz check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,12 +4,17 @@
 # when everything is present. Usage: scripts/deps.sh [build|testhost|bench]...
 set -euo pipefail
 
-# Build: compiler, KVM API headers, the libraries the components link,
-# Criterion for the unit tests, clang-format for `make format-check`.
-# libxxhash-dev: the snapshot checksums (XXH3, far faster than a CRC over GiBs).
-# clang and libclang-rt-dev: libFuzzer for the fuzz targets `make check` runs briefly.
+# Build: compiler, KVM API headers, the libraries the components link
+# (libmicrohttpd: the HTTP server of `perfvisor exporter`; libxxhash-dev:
+# the snapshot checksums, XXH3, far faster than a CRC over GiBs), Criterion
+# for the unit tests, clang-format for `make format-check`, clang and
+# libclang-rt-dev (libFuzzer for the fuzz targets `make check` runs
+# briefly); and what `make check`'s integration tests run: Prometheus (the
+# server that scrapes the exporter, and promtool) and busybox (its nc and
+# wget talk HTTP).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
-	liburing-dev libjansson-dev libcriterion-dev clang-format libxxhash-dev clang libclang-rt-dev)
+	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format libxxhash-dev clang
+	libclang-rt-dev prometheus busybox-static)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

@@ -114,6 +114,11 @@ static bool check_header(struct checker *c)
 	for (i = 0; i < nres && h->reserved[i] == 0; i++)
 		;
 	CHECK(c, i == nres, "header reserved fields are zero%s", i == nres ? "" : ": one is not");
+#ifdef PV_STATS_VM_NAME_MAX /* a header that has the name (not ABI v1) */
+	if (hs >= offsetof(struct pv_stats_header, name) + sizeof(h->name))
+		CHECK(c, memchr(h->name, 0, sizeof(h->name)) && (!h->name[0] || stats_vm_name_ok(h->name)),
+		      "the VM name is NUL-terminated and empty or 1-63 chars of [A-Za-z0-9_.:-]");
+#endif
 	CHECK(c, h->region_size == c->size, "region_size %llu equals the file size %zu",
 	      (unsigned long long)h->region_size, c->size);
 	return true;
@@ -312,89 +317,96 @@ static bool check_entries(struct checker *c, struct stats_view *v)
 	return true;
 }
 
-struct sample {
-	unsigned online;
-	uint64_t generation;
-	uint64_t *vals;	  /* (1 + slots) * ndesc: the VM record, then each vCPU */
-	uint32_t *states; /* 1 + slots */
-};
-
-static int take_sample(struct stats_view *v, struct sample *s, unsigned *busy_rec)
+/* The first busy record of a snapshot (0 = the VM record, 1 + i = vCPU i), or -1. */
+static int first_busy(const struct stats_snap *s)
 {
-	unsigned n = stats_view_ndesc(v), i;
-	int rc;
+	if (stats_snap_status(s, PV_STATS_RECORD_VM, 0, NULL))
+		return 0;
+	for (unsigned i = 0; i < stats_snap_online(s); i++)
+		if (stats_snap_status(s, PV_STATS_RECORD_VCPU, i, NULL))
+			return 1 + (int)i;
+	return -1;
+}
 
-	s->generation = stats_view_header(v)->generation;
-	s->online = stats_view_online(v);
-	rc = stats_view_read(v, PV_STATS_RECORD_VM, 0, s->vals, &s->states[0]);
-	*busy_rec = 0;
-	for (i = 0; !rc && i < s->online; i++) {
-		rc = stats_view_read(v, PV_STATS_RECORD_VCPU, i, s->vals + (size_t)(1 + i) * n,
-				     &s->states[1 + i]);
-		*busy_rec = 1 + i;
+/*
+ * Compare record r (0 = VM, 1 + i = vCPU i) of two snapshots, the second
+ * finished before `now`; false after printing a violation.
+ */
+static bool check_record_moves(struct checker *c, struct stats_view *v, struct stats_snap *s[2], uint64_t now,
+			       unsigned r)
+{
+	enum pv_stats_record kind = r ? PV_STATS_RECORD_VCPU : PV_STATS_RECORD_VM;
+	unsigned idx = r ? r - 1 : 0;
+	uint32_t state0 = 0;
+
+	stats_snap_status(s[0], kind, idx, &state0);
+	for (unsigned d = 0; d < stats_view_ndesc(v); d++) {
+		const struct pv_stats_desc *dd = stats_view_desc(v, d);
+		uint64_t a, b;
+		int since = stats_view_since(v, d);
+
+		if (dd->record != kind)
+			continue;
+		a = stats_snap_live(s[0], d, idx);
+		b = stats_snap_live(s[1], d, idx);
+		if (dd->kind != PV_STATS_INSTANT && b < a)
+			return verdict(
+				c, false,
+				"cumulative and peak fields (live values) do not decrease: %s of %s%u: %llu -> %llu",
+				dd->name, r ? "vCPU " : "the VM", idx, (unsigned long long)a,
+				(unsigned long long)b);
+		if (state0 == PV_STATS_STOPPED &&
+		    stats_snap_value(s[1], d, idx) != stats_snap_value(s[0], d, idx))
+			return verdict(c, false, "a STOPPED record's values are final: %s of %s%u changed",
+				       dd->name, r ? "vCPU " : "the VM", idx);
+		if (since >= 0 && stats_snap_value(s[1], (unsigned)since, idx) > now)
+			return verdict(c, false,
+				       "a since field is 0 or in the past: %s of %s%u is %llu, now %llu",
+				       stats_view_desc(v, (unsigned)since)->name, r ? "vCPU " : "the VM", idx,
+				       (unsigned long long)stats_snap_value(s[1], (unsigned)since, idx),
+				       (unsigned long long)now);
 	}
-	return rc;
+	return true;
 }
 
 static bool check_reads(struct checker *c, struct stats_view *v)
 {
-	unsigned n = stats_view_ndesc(v), slots = c->h.vcpu.slots, busy, r, i;
-	struct sample s[2];
 	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	struct stats_snap *s[2] = { NULL, NULL };
+	uint64_t now = 0;
 	bool ok = true;
-	int k, rc[2];
+	int k, busy;
 
-	for (k = 0; k < 2; k++) {
-		s[k].vals = calloc((size_t)(1 + slots) * (n ? n : 1), sizeof(uint64_t));
-		s[k].states = calloc(1 + slots, sizeof(uint32_t));
-	}
-	if (!s[0].vals || !s[1].vals || !s[0].states || !s[1].states) {
+	if (stats_snap_create(&s[0], v) || stats_snap_create(&s[1], v)) {
 		ok = verdict(c, false, "reads complete: out of memory");
 		goto out;
 	}
 	for (k = 0; k < 2 && ok; k++) {
 		if (k)
 			nanosleep(&ts, NULL);
-		rc[k] = take_sample(v, &s[k], &busy);
-		ok = verdict(c, rc[k] == 0, "consistent read %d of every record completes%s%s", k + 1,
-			     rc[k] ? ": " : "",
-			     rc[k] == -EBUSY ? "busy (seq odd for 1000 retries)"
-			     : rc[k]	     ? strerror(-rc[k])
-					     : "");
+		stats_snap_take(s[k]);
+		now = util_now_ns(); /* after the copies: a since field read there is older */
+		busy = first_busy(s[k]);
+		ok = verdict(c, busy < 0, "consistent read %d of every record completes%s", k + 1,
+			     busy < 0 ? "" : ": busy (seq odd for the whole retry bound)");
 	}
 	if (!ok)
 		goto out;
-	ok = verdict(c, s[1].online >= s[0].online && s[1].generation >= s[0].generation,
-		     "online and generation do not decrease (%u -> %u, %llu -> %llu)", s[0].online,
-		     s[1].online, (unsigned long long)s[0].generation, (unsigned long long)s[1].generation);
-	for (r = 0; ok && r < 1 + s[0].online; r++) {
-		const uint64_t *a = s[0].vals + (size_t)r * n, *b = s[1].vals + (size_t)r * n;
-
-		for (i = 0; ok && i < n; i++) {
-			const struct pv_stats_desc *d = stats_view_desc(v, i);
-
-			if (d->record != (r ? PV_STATS_RECORD_VCPU : PV_STATS_RECORD_VM))
-				continue;
-			if (d->kind != PV_STATS_INSTANT && b[i] < a[i])
-				ok = verdict(
-					c, false,
-					"cumulative and peak fields do not decrease: %s of %s%u: %llu -> %llu",
-					d->name, r ? "vCPU " : "the VM", r ? r - 1 : 0,
-					(unsigned long long)a[i], (unsigned long long)b[i]);
-			else if (s[0].states[r] == PV_STATS_STOPPED && b[i] != a[i])
-				ok = verdict(c, false,
-					     "a STOPPED record's values are final: %s of %s%u changed",
-					     d->name, r ? "vCPU " : "the VM", r ? r - 1 : 0);
-		}
-	}
+	ok = verdict(c,
+		     stats_snap_online(s[1]) >= stats_snap_online(s[0]) &&
+			     stats_snap_generation(s[1]) >= stats_snap_generation(s[0]),
+		     "online and generation do not decrease (%u -> %u, %llu -> %llu)",
+		     stats_snap_online(s[0]), stats_snap_online(s[1]),
+		     (unsigned long long)stats_snap_generation(s[0]),
+		     (unsigned long long)stats_snap_generation(s[1]));
+	for (unsigned r = 0; ok && r < 1 + stats_snap_online(s[0]); r++)
+		ok = check_record_moves(c, v, s, now, r);
 	if (ok)
 		verdict(c, true,
-			"cumulative and peak fields do not decrease, STOPPED records do not change (100 ms apart)");
+			"cumulative and peak fields do not decrease, since fields are in the past, STOPPED records do not change (100 ms apart)");
 out:
-	for (k = 0; k < 2; k++) {
-		free(s[k].vals);
-		free(s[k].states);
-	}
+	stats_snap_destroy(s[0]);
+	stats_snap_destroy(s[1]);
 	return ok;
 }
 

@@ -2,24 +2,21 @@
 /*
  * The reader side of the statistics region: map a region read-only,
  * validate every offset and size against the mapping before trusting it,
- * and copy records under the seqlock. A hostile region gives an error with
- * one line naming the violated rule; reads never leave the mapping.
+ * and copy records under the seqlock, one memcpy per record. A hostile
+ * region gives an error with one line naming the violated rule; reads
+ * never leave the mapping.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "stats/stats.h"
-#include "stats/tools_internal.h"
 
 /* The header fields this reader needs (through desc_count); later ones may be absent. */
 #define HDR_NEED offsetof(struct pv_stats_header, producer_pid)
@@ -32,11 +29,8 @@ struct stats_view {
 	struct pv_stats_header hdr; /* copy; online/generation refreshed */
 	unsigned ndesc;
 	struct pv_stats_desc *desc; /* the descriptors this reader understands */
-	/* Per record kind, its fields as (descriptor index, offset): the read loop touches only these. */
-	struct view_field {
-		uint32_t index, offset;
-	} * fields[2];
-	unsigned nfields[2];
+	int *since;		    /* per descriptor: its "since" companion, or -1 */
+	uint8_t *scratch;	    /* one record, for stats_view_read() */
 };
 
 static int check_array(const char *what, const struct pv_stats_array *a, uint64_t header_size, uint64_t limit,
@@ -124,6 +118,42 @@ static int check_desc(const struct stats_view *v, uint32_t i, struct pv_stats_de
 	return 1;
 }
 
+/* "NAME_ns" -> is there a "NAME_since_ns" of the same record, an instant time in the same scale? */
+static int find_companions(struct stats_view *v)
+{
+	static const char sfx[] = "_ns", since_sfx[] = "_since_ns";
+	size_t scratch = 8;
+
+	v->since = calloc(v->ndesc ? v->ndesc : 1, sizeof(*v->since));
+	if (!v->since)
+		return -ENOMEM;
+	for (unsigned d = 0; d < v->ndesc; d++) {
+		const struct pv_stats_desc *a = &v->desc[d];
+		size_t n = strlen(a->name);
+		char want[PV_STATS_NAME_MAX + 8];
+
+		v->since[d] = -1;
+		if (a->kind != PV_STATS_CUMULATIVE || a->unit != PV_STATS_UNIT_SECONDS ||
+		    n < sizeof(sfx) - 1 || strcmp(a->name + n - (sizeof(sfx) - 1), sfx))
+			continue;
+		snprintf(want, sizeof(want), "%.*s%s", (int)(n - (sizeof(sfx) - 1)), a->name, since_sfx);
+		for (unsigned e = 0; e < v->ndesc; e++) {
+			const struct pv_stats_desc *b = &v->desc[e];
+
+			if (b->record == a->record && b->kind == PV_STATS_INSTANT &&
+			    b->unit == PV_STATS_UNIT_SECONDS && b->scale == a->scale &&
+			    !strcmp(b->name, want))
+				v->since[d] = (int)e;
+		}
+	}
+	if (v->hdr.vm.size > scratch)
+		scratch = v->hdr.vm.size;
+	if (v->hdr.vcpu.size > scratch)
+		scratch = v->hdr.vcpu.size;
+	v->scratch = calloc(1, scratch);
+	return v->scratch ? 0 : -ENOMEM;
+}
+
 static int validate(struct stats_view *v, struct errbuf *err)
 {
 	struct pv_stats_header *h = &v->hdr;
@@ -179,18 +209,7 @@ static int validate(struct stats_view *v, struct errbuf *err)
 			return rc;
 		v->ndesc += (unsigned)rc;
 	}
-	for (unsigned k = 0; k < 2; k++) {
-		v->fields[k] = calloc(v->ndesc ? v->ndesc : 1, sizeof(*v->fields[k]));
-		if (!v->fields[k])
-			return errbuf_set(err, -ENOMEM, "out of memory for %u descriptors", v->ndesc);
-	}
-	for (i = 0; i < v->ndesc; i++) {
-		unsigned k = v->desc[i].record;
-
-		if (k < 2)
-			v->fields[k][v->nfields[k]++] = (struct view_field){ i, v->desc[i].offset };
-	}
-	return 0;
+	return find_companions(v);
 }
 
 int stats_view_open_fd(struct stats_view **out, int fd, struct errbuf *err)
@@ -219,6 +238,8 @@ int stats_view_open_fd(struct stats_view **out, int fd, struct errbuf *err)
 	v->base = p;
 	v->size = (size_t)st.st_size;
 	rc = validate(v, err);
+	if (rc == -ENOMEM)
+		errbuf_set(err, rc, "out of memory for %u descriptors", v->hdr.desc_count);
 	if (rc) {
 		stats_view_close(v);
 		return rc;
@@ -234,8 +255,8 @@ void stats_view_close(struct stats_view *v)
 	if (v->base)
 		munmap((void *)v->base, v->size);
 	free(v->desc);
-	free(v->fields[0]);
-	free(v->fields[1]);
+	free(v->since);
+	free(v->scratch);
 	free(v);
 }
 
@@ -273,151 +294,241 @@ const uint8_t *stats_view_base(const struct stats_view *v, size_t *size)
 	return v->base;
 }
 
-int stats_view_read(struct stats_view *v, enum pv_stats_record record, unsigned idx, uint64_t *values,
-		    uint32_t *state)
+size_t stats_view_record_size(const struct stats_view *v, enum pv_stats_record record)
 {
 	const struct pv_stats_array *a = record_array(&v->hdr, record);
-	const uint8_t *rec;
-	const uint32_t *seq;
-	const struct view_field *f;
-	uint32_t s1, s2, st;
-	unsigned i, n, tries;
 
-	if (!a || idx >= a->slots)
-		return -ENOENT;
-	if (record == PV_STATS_RECORD_VCPU && idx >= stats_view_online(v))
-		return -ENOENT;
-	rec = v->base + a->offset + (uint64_t)idx * a->stride;
-	seq = (const uint32_t *)rec;
-	f = v->fields[record];
-	n = v->nfields[record];
-	/* Fields of the other record kind read as 0; this kind's are all overwritten below. */
-	memset(values, 0, (size_t)v->ndesc * sizeof(*values));
-	for (tries = 0; tries < STATS_READ_RETRIES; tries++) {
-		s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
-		if (s1 & 1)
-			continue;
-		st = __atomic_load_n((const uint32_t *)(rec + offsetof(struct pv_stats_record_hdr, state)),
-				     __ATOMIC_RELAXED);
-		for (i = 0; i < n; i++)
-			values[f[i].index] =
-				__atomic_load_n((const uint64_t *)(rec + f[i].offset), __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-		s2 = __atomic_load_n(seq, __ATOMIC_RELAXED);
-		if (s1 == s2) {
-			if (state)
-				*state = st;
-			return 0;
-		}
-	}
-	return -EBUSY;
+	return a ? a->size : 0;
 }
 
-/* ---- finding a region -------------------------------------------------- */
-
-int stats_pid_fd(pid_t pid, struct errbuf *err)
+int stats_view_since(const struct stats_view *v, unsigned d)
 {
-	static const char want[] = "/memfd:" STATS_MEMFD_NAME " (deleted)";
-	char path[64], link[sizeof(want) + 1];
-	struct dirent *de;
-	DIR *dir;
-	int fd = -1;
-
-	if (pid <= 0)
-		return errbuf_set(err, -EINVAL, "%d is not a process id", (int)pid);
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	dir = opendir(path);
-	if (!dir) {
-		if (errno == ENOENT)
-			return errbuf_set(err, -ESRCH, "no such process %d", (int)pid);
-		if (errno == EACCES || errno == EPERM)
-			return errbuf_set(err, -EACCES,
-					  "permission denied reading %s (run as the VMM's user or as root)",
-					  path);
-		return errbuf_set(err, -errno, "%s: %s", path, strerror(errno));
-	}
-	while ((de = readdir(dir))) {
-		char fdpath[sizeof(path) + sizeof(de->d_name) + 1];
-		ssize_t n;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(fdpath, sizeof(fdpath), "%s/%s", path, de->d_name);
-		n = readlink(fdpath, link, sizeof(link));
-		if (n != (ssize_t)sizeof(want) - 1 || memcmp(link, want, (size_t)n))
-			continue;
-		fd = open(fdpath, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			int e = errno;
-
-			closedir(dir);
-			if (e == EACCES || e == EPERM)
-				return errbuf_set(err, -EACCES, "permission denied opening %s", fdpath);
-			return errbuf_set(err, -e, "%s: %s", fdpath, strerror(e));
-		}
-		break;
-	}
-	closedir(dir);
-	if (fd < 0)
-		return errbuf_set(err, -ENOENT, "process %d has no perfvisor statistics region", (int)pid);
-	return fd;
+	return d < v->ndesc ? v->since[d] : -1;
 }
 
-int stats_view_open_pid(struct stats_view **out, pid_t pid, struct errbuf *err)
+uint64_t stats_view_field(const struct stats_view *v, unsigned d, const void *rec)
 {
-	int fd = stats_pid_fd(pid, err);
-	int rc;
+	uint64_t x;
 
-	*out = NULL;
-	if (fd < 0)
-		return fd;
-	rc = stats_view_open_fd(out, fd, err);
-	close(fd);
-	return rc;
+	memcpy(&x, (const uint8_t *)rec + v->desc[d].offset, sizeof(x));
+	return x;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+/* The reader's backoff once spinning did not help: yield, then sleep 50 us .. 1 ms. */
+static void backoff(unsigned round)
+{
+	struct timespec ts = { 0, 50000L << (round < 16 ? round / 4 : 4) };
+
+	if (round < 4)
+		sched_yield();
+	else
+		nanosleep(&ts, NULL);
 }
 
 /*
- * The control socket protocol: send {"cmd":"stats-fd"}\n, receive one JSON
- * line with the fd attached (SCM_RIGHTS). Without an fd, the line is the
- * error. The reply is not parsed further: the fd is the answer.
+ * The seqlock read of one record: an even seq, one memcpy, an acquire
+ * fence (the copy happens before the re-check), the same seq again.
  */
-int stats_socket_fd(const char *path, struct errbuf *err)
+static int copy_record(const uint8_t *rec, uint32_t size, uint8_t *buf)
 {
-	char line[256];
-	int s, fd, rc;
-	size_t n;
+	const uint32_t *seq = (const uint32_t *)rec;
+	uint64_t deadline = 0;
 
-	s = util_api_connect(path, err);
-	if (s < 0)
-		return s;
-	rc = util_api_request(s, "{\"cmd\":\"stats-fd\"}", line, sizeof(line), &fd, 10000, err);
-	close(s);
-	if (rc)
-		return rc;
-	if (fd >= 0)
-		return fd;
-	n = strlen(line);
-	for (size_t i = 0; i < n; i++) /* keep the message printable */
-		if ((unsigned char)line[i] < 0x20 || (unsigned char)line[i] > 0x7e)
-			line[i] = i + 1 == n ? 0 : ' ';
-	return errbuf_set(err, -EPROTO, "%s sent no stats fd%s%s", path, n ? ": " : "", line);
+	for (unsigned tries = 0;; tries++) {
+		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+
+		if (!(s1 & 1)) {
+			memcpy(buf, rec, size);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(seq, __ATOMIC_RELAXED) == s1)
+				return 0;
+		}
+		if (tries < STATS_READ_SPINS) {
+			cpu_relax();
+			continue;
+		}
+		if (!deadline)
+			deadline = util_now_ns() + STATS_READ_TIMEOUT_NS;
+		else if (util_now_ns() >= deadline)
+			return -EBUSY;
+		backoff(tries - STATS_READ_SPINS);
+	}
 }
 
-int stats_target_fd(const char *target, pid_t *pid, struct errbuf *err)
+/* Where record idx of `record` kind is, or NULL (-ENOENT). */
+static const uint8_t *record_at(struct stats_view *v, enum pv_stats_record record, unsigned idx)
 {
-	struct stat st;
-	uint64_t v;
+	const struct pv_stats_array *a = record_array(&v->hdr, record);
 
-	*pid = 0;
-	if (target[0] >= '0' && target[0] <= '9' && util_parse_u64(target, 1, INT_MAX, &v) == 0) {
-		*pid = (pid_t)v;
-		return stats_pid_fd(*pid, err);
+	if (!a || idx >= a->slots)
+		return NULL;
+	if (record == PV_STATS_RECORD_VCPU && idx >= stats_view_online(v))
+		return NULL;
+	return v->base + a->offset + (uint64_t)idx * a->stride;
+}
+
+int stats_view_copy(struct stats_view *v, enum pv_stats_record record, unsigned idx, void *buf,
+		    uint32_t *state)
+{
+	const uint8_t *rec = record_at(v, record, idx);
+	int rc;
+
+	if (!rec)
+		return -ENOENT;
+	rc = copy_record(rec, (uint32_t)stats_view_record_size(v, record), buf);
+	if (!rc && state)
+		memcpy(state, (const uint8_t *)buf + offsetof(struct pv_stats_record_hdr, state),
+		       sizeof(*state));
+	return rc;
+}
+
+int stats_view_read(struct stats_view *v, enum pv_stats_record record, unsigned idx, uint64_t *values,
+		    uint32_t *state)
+{
+	int rc = stats_view_copy(v, record, idx, v->scratch, state);
+
+	if (rc)
+		return rc;
+	for (unsigned d = 0; d < v->ndesc; d++)
+		values[d] = v->desc[d].record == record ? stats_view_field(v, d, v->scratch) : 0;
+	return 0;
+}
+
+/* ---- snapshots ------------------------------------------------------------ */
+
+struct stats_snap {
+	struct stats_view *v;
+	uint64_t t_ns, generation;
+	unsigned online, slots;
+	size_t vm_size, vcpu_size; /* bytes per copy, multiples of 64 */
+	int *rc;		   /* 1 + slots: the VM record, then each vCPU */
+	uint8_t *data;		   /* the VM record's copy, then each vCPU's */
+};
+
+int stats_snap_create(struct stats_snap **out, struct stats_view *v)
+{
+	struct stats_snap *s = calloc(1, sizeof(*s));
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	s->v = v;
+	s->slots = v->hdr.vcpu.slots;
+	/* Each copy starts on a cache line, as the records do: memcpy runs at its best. */
+	s->vm_size = (v->hdr.vm.size + 63) / 64 * 64;
+	s->vcpu_size = (v->hdr.vcpu.size + 63) / 64 * 64;
+	s->rc = calloc(1 + (size_t)s->slots, sizeof(*s->rc));
+	s->data = aligned_alloc(64, s->vm_size + (size_t)s->slots * s->vcpu_size);
+	if (!s->rc || !s->data) {
+		stats_snap_destroy(s);
+		return -ENOMEM;
 	}
-	if (stat(target, &st) < 0)
-		return errbuf_set(err, -ENOENT,
-				  "TARGET %s is neither a process id nor an existing socket path", target);
-	if (!S_ISSOCK(st.st_mode))
-		return errbuf_set(err, -EINVAL,
-				  "TARGET %s is not a Unix socket (give a PID or --api-socket path)", target);
-	return stats_socket_fd(target, err);
+	memset(s->data, 0, s->vm_size + (size_t)s->slots * s->vcpu_size);
+	for (unsigned i = 0; i <= s->slots; i++)
+		s->rc[i] = -ENOENT;
+	*out = s;
+	return 0;
+}
+
+void stats_snap_destroy(struct stats_snap *s)
+{
+	if (!s)
+		return;
+	free(s->rc);
+	free(s->data);
+	free(s);
+}
+
+static uint8_t *snap_rec(const struct stats_snap *s, unsigned slot)
+{
+	return s->data + (slot ? s->vm_size + (size_t)(slot - 1) * s->vcpu_size : 0);
+}
+
+int stats_snap_take(struct stats_snap *s)
+{
+	struct stats_view *v = s->v;
+	const uint8_t *vcpu0 = v->base + v->hdr.vcpu.offset;
+	int busy = 0;
+
+	/* The time first: a live value computed from it never runs ahead of a later snapshot's. */
+	s->t_ns = util_now_ns();
+	s->generation = stats_view_header(v)->generation;
+	s->online = stats_view_online(v);
+	s->rc[0] = copy_record(v->base + v->hdr.vm.offset, v->hdr.vm.size, snap_rec(s, 0));
+	busy += s->rc[0] != 0;
+	for (unsigned i = 0; i < s->online; i++) {
+		s->rc[1 + i] = copy_record(vcpu0 + (uint64_t)i * v->hdr.vcpu.stride, v->hdr.vcpu.size,
+					   snap_rec(s, 1 + i));
+		busy += s->rc[1 + i] != 0;
+	}
+	for (unsigned i = s->online; i < s->slots; i++)
+		s->rc[1 + i] = -ENOENT;
+	return busy;
+}
+
+uint64_t stats_snap_time(const struct stats_snap *s)
+{
+	return s->t_ns;
+}
+
+uint64_t stats_snap_generation(const struct stats_snap *s)
+{
+	return s->generation;
+}
+
+unsigned stats_snap_online(const struct stats_snap *s)
+{
+	return s->online;
+}
+
+/* Slot of record idx of `record` kind in rc[] and data, or -1. */
+static int snap_slot(const struct stats_snap *s, enum pv_stats_record record, unsigned idx)
+{
+	if (record == PV_STATS_RECORD_VM)
+		return 0;
+	if (record == PV_STATS_RECORD_VCPU && idx < s->slots)
+		return 1 + (int)idx;
+	return -1;
+}
+
+int stats_snap_status(const struct stats_snap *s, enum pv_stats_record record, unsigned idx, uint32_t *state)
+{
+	int slot = snap_slot(s, record, idx);
+
+	if (slot < 0)
+		return -ENOENT;
+	if (!s->rc[slot] && state)
+		memcpy(state, snap_rec(s, (unsigned)slot) + offsetof(struct pv_stats_record_hdr, state),
+		       sizeof(*state));
+	return s->rc[slot];
+}
+
+uint64_t stats_snap_value(const struct stats_snap *s, unsigned d, unsigned idx)
+{
+	int slot;
+
+	if (d >= s->v->ndesc)
+		return 0;
+	slot = snap_slot(s, s->v->desc[d].record, idx);
+	if (slot < 0 || s->rc[slot])
+		return 0;
+	return stats_view_field(s->v, d, snap_rec(s, (unsigned)slot));
+}
+
+uint64_t stats_snap_live(const struct stats_snap *s, unsigned d, unsigned idx)
+{
+	uint64_t val = stats_snap_value(s, d, idx), since;
+	int c = stats_view_since(s->v, d);
+
+	if (c < 0)
+		return val;
+	since = stats_snap_value(s, (unsigned)c, idx);
+	return since && s->t_ns > since ? val + (s->t_ns - since) : val;
 }

@@ -24,6 +24,7 @@ struct stats_region {
 	uint32_t next_offset[2]; /* per record kind: where the next field goes */
 	struct pv_stats_desc desc[STATS_MAX_FIELDS];
 	struct pv_stats_header *hdr;
+	char name[PV_STATS_VM_NAME_MAX];
 };
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -127,6 +128,33 @@ const struct pv_stats_desc *sb_field_at(const struct stats_region *r, unsigned i
 	return &r->desc[i];
 }
 
+bool stats_vm_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n == 0 || n >= PV_STATS_VM_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '.' || c == ':' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+int stats_region_set_name(struct stats_region *r, const char *name, struct errbuf *err)
+{
+	if (r->frozen)
+		return errbuf_set(err, -EBUSY, "stats: the VM name is set after the layout was fixed");
+	if (name[0] && !stats_vm_name_ok(name))
+		return errbuf_set(err, -EINVAL, "stats: bad VM name '%.80s' (1-%u chars of [A-Za-z0-9_.:-])",
+				  name, PV_STATS_VM_NAME_MAX - 1);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	return 0;
+}
+
 static void set_array(struct pv_stats_array *a, uint64_t offset, uint32_t size, uint32_t slots)
 {
 	a->offset = offset;
@@ -152,6 +180,7 @@ int stats_region_freeze(struct stats_region *r, struct errbuf *err)
 	h.desc_offset = align_up(sizeof(h), PV_STATS_ALIGN);
 	h.desc_size = sizeof(struct pv_stats_desc);
 	h.desc_count = r->nr_desc;
+	memcpy(h.name, r->name, sizeof(h.name));
 	off = align_up(h.desc_offset + (uint64_t)r->nr_desc * sizeof(struct pv_stats_desc), PV_STATS_ALIGN);
 	set_array(&h.vm, off, r->next_offset[PV_STATS_RECORD_VM], 1);
 	off = align_up(off + h.vm.stride, PV_STATS_ALIGN);
@@ -235,4 +264,25 @@ uint64_t sb_sum(struct stats_region *r, struct sb_field f)
 	for (unsigned i = 0; i < n; i++)
 		sum += sb_get(r, i, f);
 	return sum;
+}
+
+int sb_read(struct stats_region *r, unsigned idx, const struct sb_field *f, unsigned n, uint64_t *out)
+{
+	struct sb_entry e =
+		n && f[0].record == PV_STATS_RECORD_VM ? stats_vm_entry(r) : stats_vcpu_entry(r, idx);
+	const uint32_t *seq = (const uint32_t *)e.base;
+
+	for (unsigned tries = 0; tries < 10000; tries++) {
+		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+
+		if (!(s1 & 1)) {
+			for (unsigned i = 0; i < n; i++)
+				out[i] = __atomic_load_n(sb_slot(e, f[i]), __ATOMIC_RELAXED);
+			__atomic_thread_fence(__ATOMIC_ACQUIRE);
+			if (__atomic_load_n(seq, __ATOMIC_RELAXED) == s1)
+				return 0;
+		}
+		__builtin_ia32_pause();
+	}
+	return -EBUSY;
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * `perfvisor stat TARGET`: show a running VM's statistics from its region,
- * as a live top-like table with rates, one table (--once), one JSON object
- * (--json) or the Prometheus text exposition format (--prometheus).
+ * as a live top-like table with rates, JSON (one object, or one per line
+ * every interval) or the Prometheus text exposition format. Every output
+ * is made from whole-region snapshots (stats_snap_take).
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -24,61 +25,59 @@ static const char stat_usage[] =
 	"Show a running VM's statistics. TARGET is the VMM's process id or its control\n"
 	"socket path (--api-socket). Without a format option, a table refreshes every\n"
 	"interval with a row per vCPU and a TOTAL row; counters show their rate.\n"
+	"Output ends by itself once the VM has stopped (its last values are shown).\n"
 	"\n"
 	"Options:\n"
-	"  --once              print one table and exit\n"
-	"  --json              print one JSON object and exit\n"
-	"  --prometheus        print the Prometheus text exposition format and exit\n"
-	"  --interval SECONDS  refresh period of the live table (default 1, min 0.01)\n"
-	"  --count N           stop the live table after N refreshes\n"
+	"  --once              one sample, then exit (a table, or with --json one object)\n"
+	"  --json              JSON: one object and exit; with --interval or --count one\n"
+	"                      object per line per interval (NDJSON)\n"
+	"  --prometheus        one sample in the Prometheus text exposition format\n"
+	"  --interval SECONDS  period of the live table or the JSON stream (default 1, min 0.01)\n"
+	"  --count N           stop after N samples\n"
 	"  --fields GLOB[,GLOB...]  only fields whose name matches (fnmatch)\n"
 	"  --help              show this help\n";
 
-enum stat_mode {
-	MODE_LIVE,
-	MODE_ONCE,
-	MODE_JSON,
-	MODE_PROM
+enum stat_format {
+	FMT_TABLE,
+	FMT_JSON,
+	FMT_PROM
 };
 
 struct stat_opts {
 	const char *target;
-	enum stat_mode mode;
+	enum stat_format format;
+	bool once;
 	double interval;
-	uint64_t count; /* 0: until interrupted */
+	uint64_t count; /* samples; 0: until the VM stops or we are interrupted */
 	const char *fields;
 	bool interval_set, count_set;
-};
-
-/* One consistent copy of every record: index 0 is the VM record, 1 + i is vCPU i. */
-struct snap {
-	uint64_t t_ns;
-	uint64_t generation;
-	unsigned online;
-	uint64_t *vals;	 /* (1 + slots) * ndesc */
-	uint32_t *state; /* 1 + slots */
-	int *rc;	 /* 1 + slots: 0, -EBUSY */
 };
 
 struct stat_ctx {
 	struct stats_view *v;
 	pid_t pid;
-	unsigned n, slots;
+	unsigned n;
 	bool *sel; /* per descriptor */
-	struct snap cur, prev;
+	struct stats_snap *cur, *prev;
 	bool have_prev;
+	char name[PV_STATS_VM_NAME_MAX]; /* from the header; "" if none or not valid */
 };
 
-__attribute__((format(printf, 1, 2))) static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
+#define usage_err(...) stats_usage_err("stat", __VA_ARGS__)
 
-	fputs("perfvisor stat: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs(" (see perfvisor stat --help)\n", stderr);
-	return 2;
+/* How many samples the options ask for (0 = until the VM stops), or a usage error. */
+static int check_combination(struct stat_opts *o)
+{
+	bool repeat = o->interval_set || o->count_set;
+
+	if (o->once && repeat)
+		return usage_err("--once takes one sample: it does not go with --interval or --count");
+	if (o->format == FMT_PROM && repeat)
+		return usage_err("--prometheus prints one sample: --interval and --count do not apply "
+				 "(perfvisor exporter serves it over HTTP)");
+	if (o->once || (o->format != FMT_TABLE && !repeat))
+		o->count = 1;
+	return 0;
 }
 
 static int parse_opts(int argc, char **argv, struct stat_opts *o)
@@ -105,21 +104,21 @@ static int parse_opts(int argc, char **argv, struct stat_opts *o)
 	char *end;
 	int opt;
 
-	*o = (struct stat_opts){ .mode = MODE_LIVE, .interval = 1.0 };
+	*o = (struct stat_opts){ .format = FMT_TABLE, .interval = 1.0 };
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-		enum stat_mode m = MODE_LIVE;
+		enum stat_format f;
 
 		switch (opt) {
 		case O_ONCE:
-			m = MODE_ONCE;
-			break;
+			o->once = true;
+			continue;
 		case O_JSON:
-			m = MODE_JSON;
+			f = FMT_JSON;
 			break;
 		case O_PROM:
-			m = MODE_PROM;
+			f = FMT_PROM;
 			break;
 		case O_INTERVAL:
 			errno = 0;
@@ -149,16 +148,14 @@ static int parse_opts(int argc, char **argv, struct stat_opts *o)
 		default:
 			return usage_err("unknown option '%s'", argv[optind - 1]);
 		}
-		if (o->mode != MODE_LIVE && o->mode != m)
-			return usage_err("choose one of --once, --json and --prometheus");
-		o->mode = m;
+		if (o->format != FMT_TABLE && o->format != f)
+			return usage_err("choose one of --json and --prometheus");
+		o->format = f;
 	}
 	if (argc - optind != 1)
 		return usage_err("expected one TARGET (a PID or a control socket path)");
 	o->target = argv[optind];
-	if (o->mode != MODE_LIVE && (o->interval_set || o->count_set))
-		return usage_err("--interval and --count apply to the live table only");
-	return 0;
+	return check_combination(o);
 }
 
 /* Mark the descriptors selected by a comma-separated glob list; returns how many. */
@@ -187,38 +184,16 @@ static unsigned select_fields(struct stat_ctx *c, const char *globs)
 	return nsel;
 }
 
-static int snap_alloc(struct snap *s, unsigned slots, unsigned n)
+/* "online", "busy", ... for record idx of `record` kind in snapshot s. */
+static const char *state_name(const struct stats_snap *s, enum pv_stats_record record, unsigned idx)
 {
-	s->vals = calloc((size_t)(1 + slots) * (n ? n : 1), sizeof(*s->vals));
-	s->state = calloc(1 + slots, sizeof(*s->state));
-	s->rc = calloc(1 + slots, sizeof(*s->rc));
-	return s->vals && s->state && s->rc ? 0 : -ENOMEM;
-}
+	uint32_t st = 0;
+	int rc = stats_snap_status(s, record, idx, &st);
 
-static void snap_free(struct snap *s)
-{
-	free(s->vals);
-	free(s->state);
-	free(s->rc);
-}
-
-static void take(struct stat_ctx *c, struct snap *s)
-{
-	unsigned i;
-
-	s->generation = stats_view_header(c->v)->generation;
-	s->online = stats_view_online(c->v);
-	s->t_ns = util_now_ns();
-	s->rc[0] = stats_view_read(c->v, PV_STATS_RECORD_VM, 0, s->vals, &s->state[0]);
-	for (i = 0; i < s->online; i++)
-		s->rc[1 + i] = stats_view_read(c->v, PV_STATS_RECORD_VCPU, i,
-					       s->vals + (size_t)(1 + i) * c->n, &s->state[1 + i]);
-}
-
-static const char *state_name(int rc, uint32_t st)
-{
 	if (rc == -EBUSY)
 		return "busy";
+	if (rc)
+		return "absent";
 	switch (st) {
 	case PV_STATS_OFFLINE:
 		return "offline";
@@ -272,16 +247,16 @@ static void fmt_rate(char *buf, size_t len, double r)
 static void fmt_cell(struct stat_ctx *c, char *buf, size_t len, unsigned d, uint64_t now, bool has_prev,
 		     uint64_t before)
 {
+	const struct pv_stats_desc *dd = stats_view_desc(c->v, d);
+	double dt = (double)(stats_snap_time(c->cur) - stats_snap_time(c->prev)) / 1e9;
 	char rate[32];
-	double dt = (double)(c->cur.t_ns - c->prev.t_ns) / 1e9;
 
-	if (stats_view_desc(c->v, d)->kind != PV_STATS_CUMULATIVE || !has_prev || dt <= 0) {
+	if (dd->kind != PV_STATS_CUMULATIVE || !has_prev || dt <= 0) {
 		snprintf(buf, len, "%llu", (unsigned long long)now);
 		return;
 	}
-	if (stats_view_desc(c->v, d)->unit == PV_STATS_UNIT_SECONDS) /* time per second: a share */
-		snprintf(rate, sizeof(rate), "%.1f%%",
-			 100 * (double)(now - before) * pow10i(stats_view_desc(c->v, d)->scale) / dt);
+	if (dd->unit == PV_STATS_UNIT_SECONDS) /* time per second: a share */
+		snprintf(rate, sizeof(rate), "%.1f%%", 100 * (double)(now - before) * pow10i(dd->scale) / dt);
 	else
 		fmt_rate(rate, sizeof(rate), (double)(now - before) / dt);
 	snprintf(buf, len, "%llu (%s)", (unsigned long long)now, rate);
@@ -289,26 +264,63 @@ static void fmt_cell(struct stat_ctx *c, char *buf, size_t len, unsigned d, uint
 
 #define CELL_MAX 48
 
+/* The cells of column d: one per vCPU, then the TOTAL; returns the column's width. */
+static unsigned fill_column(struct stat_ctx *c, unsigned d, char *cells, unsigned stride)
+{
+	const struct stats_snap *s = c->cur, *p = c->prev;
+	unsigned online = stats_snap_online(s), r, w = (unsigned)strlen(stats_view_desc(c->v, d)->name);
+	uint64_t tot = 0, tot_prev = 0;
+	bool all_prev = c->have_prev;
+
+	for (r = 0; r <= online; r++) {
+		char *cell = cells + (size_t)r * stride * CELL_MAX;
+		bool has_prev = c->have_prev && r < stats_snap_online(p) &&
+				!stats_snap_status(p, PV_STATS_RECORD_VCPU, r, NULL);
+
+		if (r == online) {
+			if (stats_view_desc(c->v, d)->kind == PV_STATS_CUMULATIVE)
+				fmt_cell(c, cell, CELL_MAX, d, tot, all_prev, tot_prev);
+		} else if (stats_snap_status(s, PV_STATS_RECORD_VCPU, r, NULL)) {
+			snprintf(cell, CELL_MAX, "busy");
+			all_prev = false;
+		} else {
+			uint64_t now = stats_snap_live(s, d, r),
+				 before = has_prev ? stats_snap_live(p, d, r) : 0;
+
+			fmt_cell(c, cell, CELL_MAX, d, now, has_prev, before);
+			tot += now;
+			tot_prev += before;
+			all_prev &= has_prev;
+		}
+		if (strlen(cell) > w)
+			w = (unsigned)strlen(cell);
+	}
+	return w;
+}
+
 static void print_table(struct stat_ctx *c)
 {
 	const struct pv_stats_header *h = stats_view_header(c->v);
-	const struct snap *s = &c->cur;
-	unsigned rows = s->online + 1, cols = 0, d, r, col;
+	const struct stats_snap *s = c->cur;
+	unsigned online = stats_snap_online(s), cols = 0, d, r, col;
 	unsigned *colw = calloc(c->n + 1, sizeof(unsigned)), *cold = calloc(c->n + 1, sizeof(unsigned));
-	char *cells = calloc((size_t)(rows + 1) * (c->n + 1), CELL_MAX);
+	char *cells = calloc((size_t)(online + 1) * (c->n + 1), CELL_MAX);
 
 	if (!colw || !cold || !cells) {
 		fputs("perfvisor stat: out of memory\n", stderr);
 		goto out;
 	}
-	printf("perfvisor stat: pid %d  generation %llu  vcpus %u/%u", (int)c->pid,
-	       (unsigned long long)s->generation, s->online, h->vcpu.slots);
-	if (h->start_time_ns && s->t_ns > h->start_time_ns)
-		printf("  uptime %.1fs", (double)(s->t_ns - h->start_time_ns) / 1e9);
-	printf("\nvm (%s):", state_name(s->rc[0], s->state[0]));
+	printf("perfvisor stat: pid %d%s%s  generation %llu  vcpus %u/%u", (int)c->pid,
+	       c->name[0] ? "  name " : "", c->name, (unsigned long long)stats_snap_generation(s), online,
+	       h->vcpu.slots);
+	if (h->start_time_ns && stats_snap_time(s) > h->start_time_ns)
+		printf("  uptime %.1fs", (double)(stats_snap_time(s) - h->start_time_ns) / 1e9);
+	printf("\nvm (%s):", state_name(s, PV_STATS_RECORD_VM, 0));
 	for (d = 0; d < c->n; d++)
-		if (c->sel[d] && stats_view_desc(c->v, d)->record == PV_STATS_RECORD_VM && s->rc[0] == 0)
-			printf(" %s=%llu", stats_view_desc(c->v, d)->name, (unsigned long long)s->vals[d]);
+		if (c->sel[d] && stats_view_desc(c->v, d)->record == PV_STATS_RECORD_VM &&
+		    !stats_snap_status(s, PV_STATS_RECORD_VM, 0, NULL))
+			printf(" %s=%llu", stats_view_desc(c->v, d)->name,
+			       (unsigned long long)stats_snap_live(s, d, 0));
 	putchar('\n');
 
 	for (d = 0; d < c->n; d++)
@@ -316,43 +328,16 @@ static void print_table(struct stat_ctx *c)
 			cold[cols++] = d;
 	if (!cols)
 		goto out;
-	/* cells[row][col]: row 0 the vCPUs..., row `online` the TOTAL */
-	for (col = 0; col < cols; col++) {
-		uint64_t tot = 0, tot_prev = 0;
-		bool all_prev = c->have_prev;
-
-		d = cold[col];
-		colw[col] = (unsigned)strlen(stats_view_desc(c->v, d)->name);
-		for (r = 0; r <= s->online; r++) {
-			char *cell = cells + ((size_t)r * cols + col) * CELL_MAX;
-			bool has_prev = c->have_prev && r < c->prev.online && c->prev.rc[1 + r] == 0;
-
-			if (r == s->online) {
-				if (stats_view_desc(c->v, d)->kind == PV_STATS_CUMULATIVE)
-					fmt_cell(c, cell, CELL_MAX, d, tot, all_prev, tot_prev);
-			} else if (s->rc[1 + r]) {
-				snprintf(cell, CELL_MAX, "busy");
-				all_prev = false;
-			} else {
-				uint64_t now = s->vals[(size_t)(1 + r) * c->n + d];
-				uint64_t before = has_prev ? c->prev.vals[(size_t)(1 + r) * c->n + d] : 0;
-
-				fmt_cell(c, cell, CELL_MAX, d, now, has_prev, before);
-				tot += now;
-				tot_prev += before;
-				all_prev &= has_prev;
-			}
-			if (strlen(cell) > colw[col])
-				colw[col] = (unsigned)strlen(cell);
-		}
-	}
+	/* cells[row][col]: rows 0 .. online-1 the vCPUs, row `online` the TOTAL */
+	for (col = 0; col < cols; col++)
+		colw[col] = fill_column(c, cold[col], cells + (size_t)col * CELL_MAX, cols);
 	printf("%-6s %-8s", "VCPU", "STATE");
 	for (col = 0; col < cols; col++)
 		printf("  %*s", (int)colw[col], stats_view_desc(c->v, cold[col])->name);
 	putchar('\n');
-	for (r = 0; r <= s->online; r++) {
-		if (r < s->online)
-			printf("%-6u %-8s", r, state_name(s->rc[1 + r], s->state[1 + r]));
+	for (r = 0; r <= online; r++) {
+		if (r < online)
+			printf("%-6u %-8s", r, state_name(s, PV_STATS_RECORD_VCPU, r));
 		else
 			printf("%-6s %-8s", "TOTAL", "");
 		for (col = 0; col < cols; col++)
@@ -373,11 +358,12 @@ static json_t *json_u64(uint64_t v)
 	return v <= INT64_MAX ? json_integer((json_int_t)v) : json_real((double)v);
 }
 
+/* One sample as one JSON object on one line (docs/stats-abi.md "perfvisor stat --json"). */
 static int print_json(struct stat_ctx *c)
 {
-	const struct snap *s = &c->cur;
+	const struct stats_snap *s = c->cur;
 	json_t *root = json_object(), *vm = json_object(), *vcpus = json_array(), *fields = json_array();
-	unsigned d, i;
+	unsigned d, i, online = stats_snap_online(s);
 	int rc = 0;
 
 	if (!root || !vm || !vcpus || !fields) {
@@ -385,13 +371,15 @@ static int print_json(struct stat_ctx *c)
 		goto out;
 	}
 	json_object_set_new(root, "pid", json_integer(c->pid));
-	json_object_set_new(root, "generation", json_u64(s->generation));
-	json_object_set_new(vm, "state", json_string(state_name(s->rc[0], s->state[0])));
-	for (i = 0; i < s->online; i++) {
+	json_object_set_new(root, "name", json_string(c->name));
+	json_object_set_new(root, "time_ns", json_u64(stats_snap_time(s)));
+	json_object_set_new(root, "generation", json_u64(stats_snap_generation(s)));
+	json_object_set_new(vm, "state", json_string(state_name(s, PV_STATS_RECORD_VM, 0)));
+	for (i = 0; i < online; i++) {
 		json_t *e = json_object();
 
 		json_object_set_new(e, "index", json_integer(i));
-		json_object_set_new(e, "state", json_string(state_name(s->rc[1 + i], s->state[1 + i])));
+		json_object_set_new(e, "state", json_string(state_name(s, PV_STATS_RECORD_VCPU, i)));
 		json_array_append_new(vcpus, e);
 	}
 	for (d = 0; d < c->n; d++) {
@@ -405,14 +393,14 @@ static int print_json(struct stat_ctx *c)
 						is_vm ? "vm" : "vcpu", "kind", kind_name(dd->kind), "unit",
 						unit_name(dd->unit), "scale", (int)dd->scale));
 		if (is_vm) {
-			if (s->rc[0] == 0)
-				json_object_set_new(vm, dd->name, json_u64(s->vals[d]));
+			if (!stats_snap_status(s, PV_STATS_RECORD_VM, 0, NULL))
+				json_object_set_new(vm, dd->name, json_u64(stats_snap_live(s, d, 0)));
 			continue;
 		}
-		for (i = 0; i < s->online; i++)
-			if (s->rc[1 + i] == 0)
+		for (i = 0; i < online; i++)
+			if (!stats_snap_status(s, PV_STATS_RECORD_VCPU, i, NULL))
 				json_object_set_new(json_array_get(vcpus, i), dd->name,
-						    json_u64(s->vals[(size_t)(1 + i) * c->n + d]));
+						    json_u64(stats_snap_live(s, d, i)));
 	}
 	json_object_set_new(root, "vm", vm);
 	json_object_set_new(root, "vcpus", vcpus);
@@ -421,72 +409,13 @@ static int print_json(struct stat_ctx *c)
 	if (json_dumpf(root, stdout, JSON_COMPACT) < 0)
 		rc = -EIO;
 	putchar('\n');
+	fflush(stdout);
 out:
 	json_decref(root);
 	json_decref(vm);
 	json_decref(vcpus);
 	json_decref(fields);
 	return rc;
-}
-
-/* ---- Prometheus ------------------------------------------------------------ */
-
-/* perfvisor_<name> for vCPU fields, perfvisor_vm_<name> for the VM record's (so sums never mix). */
-static void prom_name(char *buf, size_t len, const struct pv_stats_desc *d)
-{
-	char *p;
-
-	snprintf(buf, len, "perfvisor_%s%s", d->record == PV_STATS_RECORD_VM ? "vm_" : "", d->name);
-	for (p = buf; *p; p++)
-		if (*p == '.')
-			*p = '_';
-}
-
-static void print_prometheus(struct stat_ctx *c)
-{
-	const struct snap *s = &c->cur;
-	char name[PV_STATS_NAME_MAX + 20], other[PV_STATS_NAME_MAX + 20];
-	unsigned d, e, i;
-
-	for (i = 0; i < s->online; i++)
-		if (s->rc[1 + i])
-			printf("# vcpu %u busy: its samples are left out\n", i);
-	for (d = 0; d < c->n; d++) {
-		const struct pv_stats_desc *dd = stats_view_desc(c->v, d);
-		bool first = true;
-
-		if (!c->sel[d])
-			continue;
-		prom_name(name, sizeof(name), dd);
-		/* a metric's samples must follow its TYPE: group the records' fields of one name */
-		for (e = 0; e < d && first; e++) {
-			prom_name(other, sizeof(other), stats_view_desc(c->v, e));
-			first = !(c->sel[e] && !strcmp(name, other));
-		}
-		if (!first)
-			continue;
-		printf("# HELP %s perfvisor %s field %s (%s, unit %s, scale 10^%d)\n", name,
-		       dd->record == PV_STATS_RECORD_VM ? "VM" : "vCPU", dd->name, kind_name(dd->kind),
-		       unit_name(dd->unit), dd->scale);
-		printf("# TYPE %s %s\n", name, dd->kind == PV_STATS_CUMULATIVE ? "counter" : "gauge");
-		for (e = d; e < c->n; e++) {
-			const struct pv_stats_desc *ed = stats_view_desc(c->v, e);
-
-			prom_name(other, sizeof(other), ed);
-			if (!c->sel[e] || strcmp(name, other))
-				continue;
-			if (ed->record == PV_STATS_RECORD_VM) {
-				if (s->rc[0] == 0)
-					printf("%s{vm=\"%d\"} %llu\n", name, (int)c->pid,
-					       (unsigned long long)s->vals[e]);
-				continue;
-			}
-			for (i = 0; i < s->online; i++)
-				if (s->rc[1 + i] == 0)
-					printf("%s{vm=\"%d\",vcpu=\"%u\"} %llu\n", name, (int)c->pid, i,
-					       (unsigned long long)s->vals[(size_t)(1 + i) * c->n + e]);
-		}
-	}
 }
 
 /* ---- the command ------------------------------------------------------------ */
@@ -499,39 +428,51 @@ static void sleep_s(double s)
 		;
 }
 
+/* The VM record says the VMM has stopped: its values are final. */
+static bool vm_stopped(const struct stats_snap *s)
+{
+	uint32_t st = 0;
+
+	return !stats_snap_status(s, PV_STATS_RECORD_VM, 0, &st) && st == PV_STATS_STOPPED;
+}
+
+static int print_one(struct stat_ctx *c, const struct stat_opts *o)
+{
+	struct stats_prom_vm pv = { .v = c->v, .s = c->cur, .sel = c->sel, .pid = c->pid, .name = c->name };
+
+	switch (o->format) {
+	case FMT_JSON:
+		return print_json(c) ? 1 : 0;
+	case FMT_PROM:
+		return stats_prom_write(stdout, &pv, 1) ? 1 : 0;
+	case FMT_TABLE:
+		print_table(c);
+		return 0;
+	}
+	return 1;
+}
+
 static int run(struct stat_ctx *c, const struct stat_opts *o)
 {
-	bool tty = isatty(STDOUT_FILENO);
+	bool clear = o->format == FMT_TABLE && isatty(STDOUT_FILENO);
+	struct stats_snap *t;
 	uint64_t k;
-	struct snap t;
+	int rc;
 
-	take(c, &c->cur);
-	switch (o->mode) {
-	case MODE_JSON:
-		return print_json(c) ? 1 : 0;
-	case MODE_PROM:
-		print_prometheus(c);
-		return 0;
-	case MODE_ONCE:
-		print_table(c);
-		return 0;
-	case MODE_LIVE:
-		break;
-	}
 	for (k = 1;; k++) {
-		if (tty)
+		stats_snap_take(c->cur);
+		if (clear)
 			fputs("\033[H\033[2J", stdout);
-		else if (k > 1)
+		else if (k > 1 && o->format == FMT_TABLE)
 			putchar('\n');
-		print_table(c);
-		if (o->count && k >= o->count)
-			return 0;
+		rc = print_one(c, o);
+		if (rc || (o->count && k >= o->count) || vm_stopped(c->cur))
+			return rc;
 		sleep_s(o->interval);
 		t = c->prev;
 		c->prev = c->cur;
 		c->cur = t;
 		c->have_prev = true;
-		take(c, &c->cur);
 	}
 }
 
@@ -558,10 +499,13 @@ int stats_cmd_stat(int argc, char **argv)
 	}
 	if (!c.pid)
 		c.pid = (pid_t)stats_view_header(c.v)->producer_pid;
+	memcpy(c.name, stats_view_header(c.v)->name, sizeof(c.name));
+	c.name[sizeof(c.name) - 1] = '\0';
+	if (c.name[0] && !stats_vm_name_ok(c.name))
+		c.name[0] = '\0'; /* a hostile producer's name is not printed */
 	c.n = stats_view_ndesc(c.v);
-	c.slots = stats_view_header(c.v)->vcpu.slots;
 	c.sel = calloc(c.n ? c.n : 1, sizeof(bool));
-	if (!c.sel || snap_alloc(&c.cur, c.slots, c.n) || snap_alloc(&c.prev, c.slots, c.n)) {
+	if (!c.sel || stats_snap_create(&c.cur, c.v) || stats_snap_create(&c.prev, c.v)) {
 		fputs("perfvisor stat: out of memory\n", stderr);
 		rc = 1;
 	} else if (o.fields && !select_fields(&c, o.fields)) {
@@ -571,8 +515,8 @@ int stats_cmd_stat(int argc, char **argv)
 			select_fields(&c, NULL);
 		rc = run(&c, &o);
 	}
-	snap_free(&c.cur);
-	snap_free(&c.prev);
+	stats_snap_destroy(c.cur);
+	stats_snap_destroy(c.prev);
 	free(c.sel);
 	stats_view_close(c.v);
 	return rc;

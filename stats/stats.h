@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "perfvisor/stats_abi.h"
@@ -50,6 +51,15 @@ void stats_region_destroy(struct stats_region *r);
  */
 int sb_declare(struct stats_region *r, enum pv_stats_record record, const char *name, enum pv_stats_kind kind,
 	       enum pv_stats_unit unit, int scale, struct sb_field *out, struct errbuf *err);
+
+/*
+ * The VM's name for the header (run --name; labels in Prometheus): at most
+ * PV_STATS_VM_NAME_MAX - 1 bytes of [A-Za-z0-9_.:-], or "". Before freeze.
+ * Returns 0, -EINVAL or -EBUSY (after freeze).
+ */
+int stats_region_set_name(struct stats_region *r, const char *name, struct errbuf *err);
+/* Is `name` a valid VM name (what stats_region_set_name and run --name take)? */
+bool stats_vm_name_ok(const char *name);
 
 /*
  * Fix the layout: size the memfd once for all slots, write the header and
@@ -128,6 +138,14 @@ const struct pv_stats_desc *sb_field_at(const struct stats_region *r, unsigned i
 uint64_t sb_get(struct stats_region *r, unsigned idx, struct sb_field f);
 /* The sum of field f over all online vCPUs. Any thread. */
 uint64_t sb_sum(struct stats_region *r, struct sb_field f);
+/*
+ * A consistent read of n fields of one record (all of f[]'s record kind;
+ * idx is the vCPU, ignored for the VM record) under its seqlock, for a
+ * thread that is not the record's writer and needs values that belong
+ * together. Tries a bounded number of times (microseconds, never sleeps);
+ * returns 0, or -EBUSY if the writer stayed inside an update. Any thread.
+ */
+int sb_read(struct stats_region *r, unsigned idx, const struct sb_field *f, unsigned n, uint64_t *out);
 
 /* ======================= reader ======================================== */
 
@@ -151,24 +169,114 @@ const struct pv_stats_desc *stats_view_desc(const struct stats_view *v, unsigned
 /* Current number of online vCPUs (acquire load of header.vcpu.online, clamped to slots). */
 unsigned stats_view_online(struct stats_view *v);
 
-#define STATS_READ_RETRIES 1000
+/*
+ * The read protocol's bound: a reader retries a record whose writer is
+ * inside an update STATS_READ_SPINS times (with a pause), then yields and
+ * sleeps with a growing backoff, and gives up with -EBUSY once
+ * STATS_READ_TIMEOUT_NS have passed. A writer preempted in the middle of an
+ * update is waited for (on the shared 2-core machines here a thread's 2 ms
+ * sleep has been seen to last 51 ms, hence a bound of a second, not of
+ * milliseconds); one that stopped there (a paused or crashed VMM) costs a
+ * reader this long per record, never a hang.
+ */
+#define STATS_READ_SPINS 200U
+#define STATS_READ_TIMEOUT_NS 1000000000ULL /* 1 s */
+
+/* Bytes of one record of `record` kind (the producer's array size), 0 for an unknown kind. */
+size_t stats_view_record_size(const struct stats_view *v, enum pv_stats_record record);
 
 /*
- * Copy record `idx` of `record` kind consistently: values[i] receives the
- * field of descriptor i (0 for descriptors of the other record kind), and
- * *state the record's state. Retries at most STATS_READ_RETRIES times while
- * the writer is busy, then returns -EBUSY; never hangs.
+ * Copy record `idx` of `record` kind consistently: one memcpy of the
+ * record's size under the seqlock into buf (stats_view_record_size bytes),
+ * and its state into *state (if not NULL). Read fields out of the copy
+ * with stats_view_field(). Returns 0, -ENOENT (no such record, or a vCPU
+ * not online), or -EBUSY after the bound above; never hangs. Any thread.
+ */
+int stats_view_copy(struct stats_view *v, enum pv_stats_record record, unsigned idx, void *buf,
+		    uint32_t *state);
+
+/* The value of descriptor d in `rec`, a copy of a record of d's kind. */
+uint64_t stats_view_field(const struct stats_view *v, unsigned d, const void *rec);
+
+/*
+ * The same as one array: values[i] receives the field of descriptor i (0
+ * for descriptors of the other record kind), *state the record's state.
+ * Returns as stats_view_copy. Convenient, not the fast path.
  */
 int stats_view_read(struct stats_view *v, enum pv_stats_record record, unsigned idx, uint64_t *values,
 		    uint32_t *state);
+
+/*
+ * Descriptor d's "since" companion: for a cumulative time field NAME_ns,
+ * the instant field NAME_since_ns of the same record, if the producer has
+ * one; it holds the CLOCK_MONOTONIC time (ns) at which the interval that
+ * NAME_ns does not count yet began, 0 when none is open
+ * (docs/stats-abi.md "Live values"). Returns its descriptor index, or -1.
+ */
+int stats_view_since(const struct stats_view *v, unsigned d);
+
+/* ---- whole-region snapshots (what the tools use) ---- */
+
+struct stats_snap;
+
+/* A snapshot buffer for every record of v (VM record and all vCPU slots). Returns 0 or -ENOMEM. */
+int stats_snap_create(struct stats_snap **out, struct stats_view *v);
+void stats_snap_destroy(struct stats_snap *s);
+/*
+ * Take a snapshot: the time (CLOCK_MONOTONIC, read before any copy), the
+ * generation and online count, then the VM record and each online vCPU
+ * record, each copied under its seqlock as stats_view_copy does. A record
+ * that stays busy is marked so (stats_snap_status) and the rest is still
+ * taken. Returns how many records were busy (0 normally). The thread that
+ * owns s.
+ */
+int stats_snap_take(struct stats_snap *s);
+
+uint64_t stats_snap_time(const struct stats_snap *s);
+uint64_t stats_snap_generation(const struct stats_snap *s);
+/* vCPU records in the snapshot: 0 .. online-1. */
+unsigned stats_snap_online(const struct stats_snap *s);
+/*
+ * Record `idx` of `record` kind (idx is ignored for the VM record): 0 and
+ * its state, -EBUSY if it stayed busy, -ENOENT if not in the snapshot.
+ */
+int stats_snap_status(const struct stats_snap *s, enum pv_stats_record record, unsigned idx, uint32_t *state);
+/* Descriptor d's value in record idx of d's kind (0 for a record that is busy or absent). */
+uint64_t stats_snap_value(const struct stats_snap *s, unsigned d, unsigned idx);
+/*
+ * As stats_snap_value, but a field with a "since" companion is brought up
+ * to the snapshot's time: value + (time - since) while an interval is open.
+ * Such a value never decreases from one snapshot to the next.
+ */
+uint64_t stats_snap_live(const struct stats_snap *s, unsigned d, unsigned idx);
 
 /* The raw mapping, for the invariant checker. */
 const uint8_t *stats_view_base(const struct stats_view *v, size_t *size);
 
 /* ======================= tools (subcommands of perfvisor) ================ */
 
+/* One VM of a Prometheus exposition (stats_prom_write). */
+struct stats_prom_vm {
+	struct stats_view *v;
+	const struct stats_snap *s; /* a snapshot of v */
+	const bool *sel;	    /* per descriptor: write it; NULL: all */
+	pid_t pid;		    /* the vm label */
+	const char *name;	    /* the name label; NULL or "": none */
+};
+
+/*
+ * Write these VMs' snapshots in the Prometheus text exposition format
+ * (docs/stats-abi.md "Prometheus"): every field as a metric in base units,
+ * counters ending in _total, one HELP and TYPE per metric followed by the
+ * samples of every VM, live values (stats_snap_live). Busy records are left
+ * out with a comment. Returns 0, -ENOMEM or -EIO (a write error on out).
+ */
+int stats_prom_write(FILE *out, const struct stats_prom_vm *vms, unsigned n);
+
 /* `perfvisor stat TARGET [options]`: argv[0] is "stat". Returns the exit status. */
 int stats_cmd_stat(int argc, char **argv);
+/* `perfvisor exporter --listen ADDR:PORT [--socket-dir DIR]`: argv[0] is "exporter". Returns the exit status. */
+int stats_cmd_exporter(int argc, char **argv);
 /* `perfvisor stats-check TARGET`: argv[0] is "stats-check". Returns the exit status. */
 int stats_cmd_check(int argc, char **argv);
 

@@ -22,10 +22,10 @@
 int stats_pid_fd(pid_t pid, struct errbuf *err);
 
 /*
- * Ask a VMM's control socket for a read-only region fd (SCM_RIGHTS).
- * Returns the fd or -errno with a message.
+ * Ask a VMM's control socket for a read-only region fd (SCM_RIGHTS), waiting
+ * at most timeout_ms for the reply. Returns the fd or -errno with a message.
  */
-int stats_socket_fd(const char *path, struct errbuf *err);
+int stats_socket_fd(const char *path, int timeout_ms, struct errbuf *err);
 
 /*
  * TARGET as the tools take it: all digits = a PID, otherwise a path to the
@@ -33,5 +33,12 @@ int stats_socket_fd(const char *path, struct errbuf *err);
  * -errno with a message.
  */
 int stats_target_fd(const char *target, pid_t *pid, struct errbuf *err);
+
+/*
+ * One line on stderr for a bad command line of `perfvisor CMD`:
+ * "perfvisor CMD: <message> (see perfvisor CMD --help)". Returns 2, the
+ * usage exit status.
+ */
+int stats_usage_err(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -166,12 +166,13 @@ static json_t *api_snapshot(struct vm *vm, json_t *req)
 
 static json_t *api_query(struct vm *vm)
 {
-	return json_pack(
-		"{s:b, s:I, s:s, s:i, s:I, s:s, s:I, s:s, s:b}", "ok", 1, "pid", (json_int_t)getpid(),
-		"kernel", vm->cfg.kernel, "vcpus", (int)vm->nr_vcpus, "memory_bytes",
-		(json_int_t)vm->mem.size, "state", atomic_load(&vm->paused) ? "paused" : "running",
-		"uptime_ns", (json_int_t)(util_now_ns() - vm->start_ns), "host",
-		host_kind_name(vm->kvm_host.kind), "host_nested", (vm->kvm_host.flags & PV_HOST_NESTED) != 0);
+	return json_pack("{s:b, s:I, s:s, s:s, s:i, s:I, s:s, s:I, s:s, s:b}", "ok", 1, "pid",
+			 (json_int_t)getpid(), "name", vm->cfg.name ? vm->cfg.name : "", "kernel",
+			 vm->cfg.kernel, "vcpus", (int)vm->nr_vcpus, "memory_bytes", (json_int_t)vm->mem.size,
+			 "state", atomic_load(&vm->paused) ? "paused" : "running", "uptime_ns",
+			 (json_int_t)(util_now_ns() - vm->start_ns), "host",
+			 host_kind_name(vm->kvm_host.kind), "host_nested",
+			 (vm->kvm_host.flags & PV_HOST_NESTED) != 0);
 }
 
 static void api_handle_line(struct vm *vm, int cfd, const char *line)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "perfvisor/bootinfo.h"
+#include "stats/stats.h"
 
 const char cli_run_usage[] =
 	"Usage: perfvisor run --kernel FILE [options]\n"
@@ -32,12 +33,15 @@ const char cli_run_usage[] =
 	"  --stdin              feed standard input to the guest's serial port\n"
 	"  --timeout SECONDS    stop the guest after SECONDS and exit 124 (default: no limit)\n"
 	"  --api-socket PATH    serve the control socket (docs/api.md) at PATH, owner-only\n"
+	"  --name NAME          the VM's name in its statistics and their Prometheus labels\n"
+	"                       (1-63 characters of A-Z a-z 0-9 _ . : -)\n"
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
 	"\n"
 	"Exit status: the guest's (test device DONE status, or (v << 1) | 1 for a write of v\n"
-	"to the debug-exit port 0xf4; 0 for an i8042 reset), 2 bad usage, 123 guest crash\n"
+	"to the debug-exit port 0xf4 -- always odd, never 0, and v = 1, 61, 62 give 3, 123,\n"
+	"125 --; 0 for an i8042 reset), 2 bad usage, 3 guest assertion, 123 guest crash\n"
 	"(triple fault, KVM error), 124 timeout, 125 perfvisor/KVM error, 128+N signal N.\n";
 
 enum {
@@ -54,7 +58,8 @@ enum {
 	OPT_PMU,
 	OPT_RESTORE,
 	OPT_RESTORE_MEMORY,
-	OPT_NO_MEMORY_CHECK
+	OPT_NO_MEMORY_CHECK,
+	OPT_NAME
 };
 
 static const struct option run_options[] = {
@@ -72,6 +77,7 @@ static const struct option run_options[] = {
 	{ "restore", required_argument, NULL, OPT_RESTORE },
 	{ "restore-memory", required_argument, NULL, OPT_RESTORE_MEMORY },
 	{ "no-memory-check", no_argument, NULL, OPT_NO_MEMORY_CHECK },
+	{ "name", required_argument, NULL, OPT_NAME },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -141,6 +147,13 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		if (arg[0] == '\0')
 			return errbuf_set(err, -EINVAL, "--api-socket needs a path");
 		cfg->api_socket = arg;
+		return 0;
+	case OPT_NAME:
+		if (!stats_vm_name_ok(arg))
+			return errbuf_set(err, -EINVAL,
+					  "--name '%.80s' must be 1 to %u characters of A-Z a-z 0-9 _ . : -",
+					  arg, PV_STATS_VM_NAME_MAX - 1);
+		cfg->name = arg;
 		return 0;
 	case OPT_PMU:
 		if (strcmp(arg, "on") && strcmp(arg, "off"))

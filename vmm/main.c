@@ -24,6 +24,7 @@ static const char main_usage[] =
 	"  stats-check  check a running VM's statistics region (perfvisor stats-check --help)\n"
 	"  snapshot     save a running VM into a directory (perfvisor snapshot --help)\n"
 	"  snapshot-info  check a snapshot and show what it holds (perfvisor snapshot-info --help)\n"
+	"  exporter     serve VMs' statistics to Prometheus over HTTP (perfvisor exporter --help)\n"
 	"  host         which kind of KVM host this is (perfvisor host --help)\n"
 	"  help         show this help\n";
 
@@ -158,6 +159,8 @@ int main(int argc, char **argv)
 		return stats_cmd_stat(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "stats-check"))
 		return stats_cmd_check(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "exporter"))
+		return stats_cmd_exporter(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "host"))
 		return cmd_host(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))

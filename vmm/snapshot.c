@@ -539,7 +539,8 @@ static int kvm_mirror(const struct vm *vm, struct sb_field f)
 /*
  * Saved values back into a record, by name. Cumulative and peak fields
  * carry over; a kvm.* mirror's cumulative value becomes its base, because
- * the new VM's KVM counts from 0 (its peaks start over). Fields this
+ * the new VM's KVM counts from 0 (its peaks start over), and so does
+ * time.cpu_ns (the new vCPU thread's CPU clock starts at 0). Fields this
  * perfvisor does not have are ignored. Before the vCPUs start.
  */
 static void restore_record(struct vm *vm, enum pv_stats_record rec, unsigned idx, const struct snap_stats *st)
@@ -560,6 +561,8 @@ static void restore_record(struct vm *vm, enum pv_stats_record rec, unsigned idx
 				break;
 			if (k >= 0)
 				vm->vcpus[idx].kvm_stats_base[k] = st->s[j].value;
+			if (rec == PV_STATS_RECORD_VCPU && f.offset == vm->sf.cpu_ns.offset)
+				vm->vcpus[idx].cpu_ns_base = st->s[j].value;
 			sb_set(e, f, st->s[j].value);
 			break;
 		}

@@ -231,16 +231,23 @@ static bool handle_exit(struct vcpu *v)
 
 /*
  * Account one return from KVM_RUN in this vCPU's stats entry: time inside
- * and outside KVM_RUN, the exit and its reason, KVM's own stats now and then.
+ * and outside KVM_RUN, the exit and its reason, KVM's own stats now and
+ * then. Returns the time that ends the KVM_RUN interval: it is taken inside
+ * the update that clears time.kvm_run_since_ns, so no reader ever computed a
+ * live time.kvm_run_ns past it (docs/stats-abi.md "Live values").
  */
-static void account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, uint64_t t1, int rc)
+static uint64_t account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, int rc)
 {
 	const struct vm_stats_fields *sf = &v->vm->sf;
+	uint64_t t1;
 
 	sb_begin(v->stats);
+	t1 = util_now_ns();
 	sb_add(v->stats, sf->run_ns, t1 - t0);
+	sb_set(v->stats, sf->run_since_ns, 0);
 	sb_add(v->stats, sf->user_ns, t0 - t_user);
-	if (rc < 0) {
+	if (rc < 0 || v->run->exit_reason == KVM_EXIT_INTR) {
+		/* Interrupted (a kick, a signal): not an exit to handle, so not in `exits`. */
 		sb_add(v->stats, sf->exit_intr, 1);
 	} else {
 		sb_add(v->stats, sf->exits, 1);
@@ -255,6 +262,7 @@ static void account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, uint64_t t
 	 */
 	if (!(rc < 0 && tls_pmu_signalled))
 		vm_pmu_after_exit(v);
+	return t1;
 }
 
 static void *vcpu_thread(void *arg)
@@ -268,7 +276,7 @@ static void *vcpu_thread(void *arg)
 	if (vm_pmu_vcpu_start(v, &err))
 		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
 	while (!atomic_load(&vm->stopping)) {
-		uint64_t t0, t1;
+		uint64_t t0;
 
 		if (atomic_load(&vm->paused)) {
 			vm_park_vcpu(v);
@@ -287,11 +295,11 @@ static void *vcpu_thread(void *arg)
 		t0 = util_now_ns();
 		if (!vm->first_run_logged && v->index == 0 && vm->restored)
 			vm_log_first_run(vm, t0);
+		vm_stats_enter_run(v, t0);
 		int rc = ioctl(v->fd, KVM_RUN, 0), saved_errno = errno;
 
-		t1 = util_now_ns();
-		account_run(v, t_user, t0, t1, rc);
-		t_user = t1;
+		vm_stats_leave_run(v);
+		t_user = account_run(v, t_user, t0, rc);
 		if (rc < 0) {
 			if (saved_errno == EINTR || saved_errno == EAGAIN)
 				continue;
@@ -327,6 +335,8 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	if (rc)
 		return errbuf_set(err, -rc, "vCPU %u: cannot start thread: %s", v->index, strerror(rc));
 	v->thread_started = true;
+	/* For the main thread's samples of its CPU time while it stays inside KVM_RUN. */
+	v->cpu_clock_ok = pthread_getcpuclockid(v->thread, &v->cpu_clock) == 0;
 	return 0;
 }
 

@@ -265,6 +265,7 @@ static void vm_wait(struct vm *vm, int sfd)
 		if (p[2].revents & (POLLIN | POLLHUP))
 			feed_stdin(vm, &p[2]);
 		api_service(vm, &p[3], napi);
+		vm_stats_refresh_running(vm);
 		vm_stats_update_vm(vm);
 	}
 }
@@ -404,7 +405,7 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	vm_stop_vcpus(vm);
 	close(sfd);
 
-	vm_stats_update_vm(vm);
+	vm_stats_stop(vm);
 	if (vm->cfg.verbose)
 		for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 			const struct vm_stats_fields *f = &vm->sf;

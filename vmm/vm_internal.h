@@ -30,6 +30,8 @@ struct vm_stats_fields {
 	/* PV PMU, per vCPU */
 	struct sb_field pmu_stat[PMU_STAT_NR];
 	struct sb_field pmu_ctr[PMU_NR_COUNTERS];
+	/* per vCPU, after the kvm.* mirror: when it entered KVM_RUN, its thread's CPU time */
+	struct sb_field run_since_ns, cpu_ns;
 	/* VM record */
 	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total, host_kind,
 		host_flags;
@@ -42,6 +44,21 @@ struct vm_kvm_stats {
 	size_t data_len;		  /* bytes to pread */
 	uint32_t index[VM_STATS_MAX_KVM]; /* u64 index of mirrored value i in the data */
 	struct sb_field field[VM_STATS_MAX_KVM];
+	uint64_t *main_buf; /* the main thread's pread target (vm_stats_refresh_running) */
+};
+
+/*
+ * Who writes a vCPU's stats entry (struct vcpu.stats_owner): its own thread,
+ * except while it is inside KVM_RUN, when the entry is OPEN and the main
+ * thread may take it (compare-and-swap to MAIN) for one short update of the
+ * kvm.* mirror and time.cpu_ns, with no system call while it holds it. The
+ * vCPU thread takes it back when KVM_RUN returns, waiting out such an
+ * update. So the seqlock has one writer at a time and readers see one.
+ */
+enum vcpu_stats_owner {
+	VCPU_STATS_VCPU = 0,
+	VCPU_STATS_OPEN = 1,
+	VCPU_STATS_MAIN = 2,
 };
 
 struct vcpu {
@@ -51,16 +68,21 @@ struct vcpu {
 	struct kvm_run *run;
 	pthread_t thread;
 	bool thread_started;
-	struct sb_entry stats;	 /* written only by this vCPU's thread */
-	int kvm_stats_fd;	 /* KVM_GET_STATS_FD, -1 if unsupported */
-	uint64_t *kvm_stats_buf; /* pread target */
-	uint64_t kvm_stats_last_ns;
-	struct pmu_vcpu pmu; /* this vCPU's PV PMU; its thread only */
-	timer_t pmu_timer;   /* forces exits while the counter page needs refreshing */
+	struct sb_entry stats;	    /* written only by this vCPU's thread */
+	int kvm_stats_fd;	    /* KVM_GET_STATS_FD, -1 if unsupported */
+	uint64_t *kvm_stats_buf;    /* pread target */
+	uint64_t kvm_stats_last_ns; /* when the published mirror was sampled; written by the entry's owner */
+	uint32_t stats_owner;	    /* enum vcpu_stats_owner, accessed atomically */
+	clockid_t cpu_clock;	    /* the thread's CPU-time clock, for the main thread */
+	bool cpu_clock_ok;
+	uint64_t run_live_last; /* main thread: its last live time.kvm_run_ns (vm_stats_update_vm) */
+	struct pmu_vcpu pmu;	/* this vCPU's PV PMU; its thread only */
+	timer_t pmu_timer;	/* forces exits while the counter page needs refreshing */
 	bool pmu_timer_created, pmu_timer_armed;
 	struct kvm_cpuid2 *cpuid; /* as configured (KVM_SET_CPUID2), kept for snapshots */
 	/* kvm.* mirror of a restored VM: KVM counts from 0 again, the published value continues */
 	uint64_t kvm_stats_base[VM_STATS_MAX_KVM];
+	uint64_t cpu_ns_base; /* time.cpu_ns likewise: the new thread's CPU clock starts at 0 */
 	/* Work the main thread gives this vCPU while it is parked (vm_on_parked_vcpus); under stop_lock. */
 	void (*park_work)(struct vcpu *v, void *arg);
 	void *park_arg;
@@ -174,11 +196,23 @@ int vcpu_signal_setup(struct errbuf *err);
 /* vm_stats.c: the statistics region (docs/stats-abi.md) */
 int vm_stats_create(struct vm *vm, struct errbuf *err);
 void vm_stats_destroy(struct vm *vm);
-/* Refresh the vCPU's mirror of KVM's binary stats if `now` is past the period (or force).
+/* Refresh the vCPU's mirror of KVM's binary stats and time.cpu_ns if `now` is past the period (or force).
  * vCPU thread, outside sb_begin/sb_end: the pread runs before its own update of the entry. */
 void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force);
+/*
+ * Around KVM_RUN, on the vCPU thread: publish time.kvm_run_since_ns = t0 and
+ * open the entry to the main thread; then take it back (waiting out a main
+ * thread's update in progress). Between the two the thread must not write
+ * its entry.
+ */
+void vm_stats_enter_run(struct vcpu *v, uint64_t t0);
+void vm_stats_leave_run(struct vcpu *v);
+/* Main thread: refresh kvm.* and time.cpu_ns of vCPUs that stayed inside KVM_RUN for a period. */
+void vm_stats_refresh_running(struct vm *vm);
 /* Update the VM record (uptime, totals). Main thread. */
 void vm_stats_update_vm(struct vm *vm);
+/* The final VM record, then its state STOPPED: after every vCPU thread ended. Main thread. */
+void vm_stats_stop(struct vm *vm);
 /* The field counting exits of this KVM exit reason. */
 struct sb_field vm_stats_exit_field(const struct vm *vm, uint32_t exit_reason);
 

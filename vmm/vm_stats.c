@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * What the VMM publishes in the statistics region: exits by reason and by
- * device, time in and out of KVM_RUN, KVM's own binary stats mirrored by
- * name, and the VM record. Fields are declared through the scoreboard
- * before the vCPUs start; each vCPU thread writes only its own entry.
+ * device, time in and out of KVM_RUN (live through a since companion), KVM's
+ * own binary stats mirrored by name, the thread's CPU time, and the VM
+ * record. Fields are declared through the scoreboard before the vCPUs
+ * start; a vCPU's entry has one writer at a time (enum vcpu_stats_owner).
  */
 #include "vm_internal.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +70,12 @@ static const struct field_spec vcpu_fields[] = {
 	F("pmu.ctr7", pmu_ctr[7], PV_STATS_INSTANT, NONE, 0),
 };
 _Static_assert(PMU_NR_COUNTERS == 8, "one pmu.ctrN field per counter");
+
+/* Appended after the kvm.* mirror: fields only ever grow at the end of the record. */
+static const struct field_spec vcpu_late_fields[] = {
+	F("time.kvm_run_since_ns", run_since_ns, PV_STATS_INSTANT, NS),
+	F("time.cpu_ns", cpu_ns, CUM, NS),
+};
 
 static const struct field_spec vm_fields[] = {
 	F("uptime_ns", uptime_ns, PV_STATS_INSTANT, NS),
@@ -187,9 +195,11 @@ static int declare_kvm_stats(struct vm *vm, struct errbuf *err)
 		vm_pmu_map_kvm_stat(vm, name, ks->field[ks->nr]);
 		ks->index[ks->nr++] = d->offset / sizeof(uint64_t);
 	}
-	for (unsigned i = 0; i < vm->nr_vcpus && ks->data_len; i++) {
-		vm->vcpus[i].kvm_stats_buf = calloc(1, ks->data_len);
-		if (!vm->vcpus[i].kvm_stats_buf) {
+	for (unsigned i = 0; i <= vm->nr_vcpus && ks->data_len; i++) {
+		uint64_t **buf = i < vm->nr_vcpus ? &vm->vcpus[i].kvm_stats_buf : &ks->main_buf;
+
+		*buf = calloc(1, ks->data_len);
+		if (!*buf) {
 			rc = errbuf_set(err, -ENOMEM, "out of memory");
 			goto out;
 		}
@@ -208,12 +218,17 @@ int vm_stats_create(struct vm *vm, struct errbuf *err)
 		vm->vcpus[i].kvm_stats_fd = ioctl(vm->vcpus[i].fd, KVM_GET_STATS_FD, NULL);
 	rc = stats_region_create(&vm->stats, vm->nr_vcpus, err);
 	if (!rc)
+		rc = stats_region_set_name(vm->stats, vm->cfg.name ? vm->cfg.name : "", err);
+	if (!rc)
 		rc = declare_table(vm, PV_STATS_RECORD_VCPU, vcpu_fields,
 				   sizeof(vcpu_fields) / sizeof(vcpu_fields[0]), err);
 	if (!rc)
 		rc = declare_io_ranges(vm, err);
 	if (!rc)
 		rc = declare_kvm_stats(vm, err);
+	if (!rc)
+		rc = declare_table(vm, PV_STATS_RECORD_VCPU, vcpu_late_fields,
+				   sizeof(vcpu_late_fields) / sizeof(vcpu_late_fields[0]), err);
 	if (!rc)
 		rc = declare_table(vm, PV_STATS_RECORD_VM, vm_fields,
 				   sizeof(vm_fields) / sizeof(vm_fields[0]), err);
@@ -237,41 +252,145 @@ void vm_stats_destroy(struct vm *vm)
 		free(vm->vcpus[i].kvm_stats_buf);
 		vm->vcpus[i].kvm_stats_buf = NULL;
 	}
+	free(vm->kvm_stats.main_buf);
+	vm->kvm_stats.main_buf = NULL;
 	stats_region_destroy(vm->stats);
 	vm->stats = NULL;
 }
 
-void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force)
+/* CPU time of a thread's clock, 0 if it cannot be read. */
+static uint64_t cpu_time_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	if (clock_gettime(clk, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Sample KVM's stats of v into buf (if it has them). False if the pread failed. */
+static bool kvm_sample(const struct vcpu *v, uint64_t *buf)
 {
 	const struct vm_kvm_stats *ks = &v->vm->kvm_stats;
 
-	if (!v->kvm_stats_buf || (!force && now - v->kvm_stats_last_ns < KVM_STATS_PERIOD_NS))
-		return;
-	v->kvm_stats_last_ns = now;
-	/* The system call stays outside the seqlock, so readers never wait on it. */
-	if (pread(v->kvm_stats_fd, v->kvm_stats_buf, ks->data_len, (off_t)ks->data_offset) !=
-	    (ssize_t)ks->data_len)
-		return;
+	return !buf ||
+	       pread(v->kvm_stats_fd, buf, ks->data_len, (off_t)ks->data_offset) == (ssize_t)ks->data_len;
+}
+
+/* Publish a sample taken at time t: the mirror (buf may be NULL) and the CPU time. Entry owner only. */
+static void publish_sample(struct vcpu *v, const uint64_t *buf, uint64_t cpu_ns, uint64_t t)
+{
+	const struct vm_kvm_stats *ks = &v->vm->kvm_stats;
+
 	sb_begin(v->stats);
-	for (unsigned i = 0; i < ks->nr; i++)
-		sb_set(v->stats, ks->field[i], v->kvm_stats_base[i] + v->kvm_stats_buf[ks->index[i]]);
+	for (unsigned i = 0; buf && i < ks->nr; i++)
+		sb_set(v->stats, ks->field[i], v->kvm_stats_base[i] + buf[ks->index[i]]);
+	if (cpu_ns)
+		sb_set(v->stats, v->vm->sf.cpu_ns, v->cpu_ns_base + cpu_ns);
 	sb_add(v->stats, v->vm->sf.kvm_refreshes, 1);
 	sb_end(v->stats);
+	__atomic_store_n(&v->kvm_stats_last_ns, t, __ATOMIC_RELAXED);
+}
+
+void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force)
+{
+	uint64_t cpu;
+
+	if (!force && now - v->kvm_stats_last_ns < KVM_STATS_PERIOD_NS)
+		return;
+	/* The system calls stay outside the seqlock, so readers never wait on them. */
+	cpu = cpu_time_ns(CLOCK_THREAD_CPUTIME_ID);
+	if (kvm_sample(v, v->kvm_stats_buf))
+		publish_sample(v, v->kvm_stats_buf, cpu, now);
+}
+
+void vm_stats_enter_run(struct vcpu *v, uint64_t t0)
+{
+	sb_begin(v->stats);
+	sb_set(v->stats, v->vm->sf.run_since_ns, t0);
+	sb_end(v->stats);
+	/* Release: a main thread that takes the entry sees this update complete. */
+	__atomic_store_n(&v->stats_owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
+}
+
+void vm_stats_leave_run(struct vcpu *v)
+{
+	uint32_t open = VCPU_STATS_OPEN;
+	unsigned spins = 0;
+
+	/* The main thread holds it only for a few stores: spin, and yield if it was preempted. */
+	while (!__atomic_compare_exchange_n(&v->stats_owner, &open, VCPU_STATS_VCPU, false, __ATOMIC_ACQUIRE,
+					    __ATOMIC_RELAXED)) {
+		open = VCPU_STATS_OPEN;
+		if (++spins % 1024 == 0)
+			sched_yield();
+		else
+			__builtin_ia32_pause();
+	}
+}
+
+void vm_stats_refresh_running(struct vm *vm)
+{
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+		uint32_t open = VCPU_STATS_OPEN;
+		uint64_t t = util_now_ns(), cpu;
+
+		if (__atomic_load_n(&v->stats_owner, __ATOMIC_RELAXED) != VCPU_STATS_OPEN ||
+		    t - __atomic_load_n(&v->kvm_stats_last_ns, __ATOMIC_RELAXED) < KVM_STATS_PERIOD_NS)
+			continue;
+		/* Sample first (system calls), then take the entry for the stores only. */
+		cpu = v->cpu_clock_ok ? cpu_time_ns(v->cpu_clock) : 0;
+		if (!kvm_sample(v, vm->kvm_stats.main_buf))
+			continue;
+		if (!__atomic_compare_exchange_n(&v->stats_owner, &open, VCPU_STATS_MAIN, false,
+						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+			continue; /* it left KVM_RUN meanwhile: it refreshes itself */
+		/* Older than what the vCPU published since (it left and re-entered meanwhile): dropped. */
+		if (v->kvm_stats_last_ns < t)
+			publish_sample(v, vm->kvm_stats.main_buf, cpu, t);
+		__atomic_store_n(&v->stats_owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
+	}
+}
+
+/* vCPU i's time.kvm_run_ns up to t (its published value plus the open interval), never less than before. */
+static uint64_t run_live(struct vm *vm, unsigned i, uint64_t t)
+{
+	struct sb_field f[2] = { vm->sf.run_ns, vm->sf.run_since_ns };
+	struct vcpu *v = &vm->vcpus[i];
+	uint64_t val[2], live;
+
+	if (sb_read(vm->stats, i, f, 2, val))
+		return v->run_live_last; /* its writer is inside an update: the last value stands */
+	live = val[0] + (val[1] && t > val[1] ? t - val[1] : 0);
+	if (live > v->run_live_last)
+		v->run_live_last = live;
+	return v->run_live_last;
 }
 
 void vm_stats_update_vm(struct vm *vm)
 {
 	struct sb_entry e = stats_vm_entry(vm->stats);
+	uint64_t t = util_now_ns(), run = 0;
+	unsigned n = stats_region_online(vm->stats);
 
+	for (unsigned i = 0; i < n; i++)
+		run += run_live(vm, i, t);
 	sb_begin(e);
-	sb_set(e, vm->sf.uptime_ns, util_now_ns() - vm->start_ns);
-	sb_set(e, vm->sf.vcpus_online, stats_region_online(vm->stats));
+	sb_set(e, vm->sf.uptime_ns, t - vm->start_ns);
+	sb_set(e, vm->sf.vcpus_online, n);
 	sb_set(e, vm->sf.memory_bytes, vm->mem.size);
 	sb_set(e, vm->sf.exits_total, sb_sum(vm->stats, vm->sf.exits));
-	sb_set(e, vm->sf.run_ns_total, sb_sum(vm->stats, vm->sf.run_ns));
+	sb_set(e, vm->sf.run_ns_total, run);
 	sb_set(e, vm->sf.host_kind, vm->kvm_host.kind);
 	sb_set(e, vm->sf.host_flags, vm->kvm_host.flags);
 	sb_end(e);
+}
+
+void vm_stats_stop(struct vm *vm)
+{
+	vm_stats_update_vm(vm);
+	sb_set_state(stats_vm_entry(vm->stats), PV_STATS_STOPPED);
 }
 
 struct sb_field vm_stats_exit_field(const struct vm *vm, uint32_t exit_reason)

@@ -147,6 +147,7 @@ struct vm_config {
 	bool stdin_input;	  /* feed stdin to the UART */
 	uint64_t timeout_ms;	  /* 0 = none */
 	const char *api_socket;	  /* control socket path, NULL = none */
+	const char *name;	  /* the VM's name (stats header, Prometheus label), NULL = none */
 	bool pmu;		  /* the paravirtual PMU (default on) */
 	bool verbose;
 	const char *restore;   /* --restore DIR: continue a snapshot instead of booting a kernel */

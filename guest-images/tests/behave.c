@@ -13,6 +13,7 @@
 #define COM1 0x3f8
 #define UART_LSR 5
 #define UART_LSR_DR 0x01
+#define UART_SCR 7
 
 static int debugexit(void)
 {
@@ -152,6 +153,39 @@ static int ports(void)
 	return 0;
 }
 
+/* The APs halt with interrupts off for good; CPU 0 spins in ring 3: no exits at all from then on. */
+static void halt_forever(uint32_t cpu, void *arg)
+{
+	(void)cpu;
+	(void)arg;
+	hang();
+}
+
+static int spinhalt(void)
+{
+	if (rt_nr_cpus() > 1 && smp_start_aps(halt_forever, NULL) != rt_nr_cpus() - 1)
+		return 1;
+	return (int)rt_user_call(spin_forever, NULL);
+}
+
+static bool never(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+/* One port write (the UART's scratch register) every period_ms (default 10), halted in between, forever. */
+static int tick(void)
+{
+	uint64_t period_us = cmdline_get_u64("period_ms", 10) * 1000;
+
+	for (uint8_t i = 0;; i++) {
+		rt_wait_irq(never, NULL, period_us);
+		outb(COM1 + UART_SCR, i);
+	}
+	return 1;
+}
+
 /* Read one line from the UART (perfvisor --stdin) and print it back. */
 static int serial_echo(void)
 {
@@ -203,6 +237,10 @@ int main(const struct pv_bootinfo *bi)
 		return fault();
 	if (!strcmp(mode, "ports"))
 		return ports();
+	if (!strcmp(mode, "spinhalt"))
+		return spinhalt();
+	if (!strcmp(mode, "tick"))
+		return tick();
 	if (!strcmp(mode, "done"))
 		ucall_done((uint32_t)cmdline_get_u64("status", 0));
 	if (!strcmp(mode, "echo")) {
@@ -214,8 +252,8 @@ int main(const struct pv_bootinfo *bi)
 	if (!strcmp(mode, "serial-echo"))
 		return serial_echo();
 	printf("behave: unknown mode \"%s\"; modes: debugexit code=N, reset, triplefault, hang, "
-	       "spin, badports, baducall, assert, fault [where=ring3|ap], ports count=K [hold=1], done status=N, echo, "
-	       "noap, serial-echo [wait_ms=N]\n",
+	       "spin, badports, baducall, assert, fault [where=ring3|ap], ports count=K [hold=1], spinhalt, "
+	       "tick [period_ms=N], done status=N, echo, noap, serial-echo [wait_ms=N]\n",
 	       mode);
 	report(false, "mode=%s", mode);
 	return report_summary();

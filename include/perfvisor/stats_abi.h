@@ -17,6 +17,7 @@
 #define PV_STATS_MAGIC 0x3154415453565050ULL /* "PPVSTAT1": epoch 1 */
 #define PV_STATS_ALIGN 64U		     /* entry strides are multiples of this */
 #define PV_STATS_NAME_MAX 48U		     /* bytes of a field name, NUL included */
+#define PV_STATS_VM_NAME_MAX 64U	     /* bytes of the header's VM name, NUL included */
 
 /* Where one kind of record lives: `slots` records of `size` bytes, `stride` apart. */
 struct pv_stats_array {
@@ -42,6 +43,8 @@ struct pv_stats_header {
 	uint64_t producer_pid;	    /* the VMM's pid */
 	uint64_t start_time_ns;	    /* CLOCK_MONOTONIC when the VM was created */
 	uint64_t reserved[6];	    /* zero */
+	/* Appended after v1 (header_size >= 224): */
+	char name[PV_STATS_VM_NAME_MAX]; /* the VM's name (run --name), NUL-terminated; "" if none */
 };
 
 /* How a field's value behaves over time. */
@@ -106,7 +109,8 @@ _Static_assert(__builtin_offsetof(struct pv_stats_header, desc_size) == 88, "sta
 _Static_assert(__builtin_offsetof(struct pv_stats_header, desc_count) == 92, "stats header");
 _Static_assert(__builtin_offsetof(struct pv_stats_header, producer_pid) == 96, "stats header");
 _Static_assert(__builtin_offsetof(struct pv_stats_header, start_time_ns) == 104, "stats header");
-_Static_assert(sizeof(struct pv_stats_header) == 160, "stats header size");
+_Static_assert(__builtin_offsetof(struct pv_stats_header, name) == 160, "stats header");
+_Static_assert(sizeof(struct pv_stats_header) == 224, "stats header size");
 _Static_assert(__builtin_offsetof(struct pv_stats_desc, offset) == 48, "stats desc");
 _Static_assert(__builtin_offsetof(struct pv_stats_desc, record) == 52, "stats desc");
 _Static_assert(__builtin_offsetof(struct pv_stats_desc, scale) == 55, "stats desc");

@@ -29,6 +29,12 @@ if [ ! -e /dev/kvm ]; then
 	fi
 	echo "PASS no-kvm-message (host without /dev/kvm: '$out')"
 fi
+# The exporter's test runs Debian's Prometheus server and promtool in there too.
+for b in prometheus promtool; do
+	p=$(command -v "$b" || true)
+	[ -n "$p" ] && TESTHOST_EXTRA="$p${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}"
+done
+export TESTHOST_EXTRA
 # Twice: with busybox's tools and with GNU coreutils first on PATH (as on a
 # Debian host), so the harness never depends on one of them.
 for userland in busybox gnu; do

@@ -224,7 +224,7 @@ for k in 0 37; do
 		awk -v pid=$vmpid '
 			/^# HELP perfvisor_[a-z0-9_]+ / { help[$3] = 1; next }
 			/^# TYPE perfvisor_[a-z0-9_]+ (counter|gauge)$/ { type[$3] = 1; next }
-			/^perfvisor_[a-z0-9_]+\{vm="[0-9]+"(,vcpu="[0-9]+")?\} [0-9]+$/ {
+			/^perfvisor_[a-z0-9_]+\{vm="[0-9]+"(,vcpu="[0-9]+")?\} [0-9]+(\.[0-9]+)?$/ {
 				name = $1; sub(/\{.*/, "", name)
 				if (!help[name] || !type[name]) { print "no HELP/TYPE before " name; bad = 1 }
 				if ($0 !~ "vm=\"" pid "\"") { print "wrong vm label: " $0; bad = 1 }
@@ -233,7 +233,10 @@ for k in 0 37; do
 			{ print "bad line: " $0; bad = 1 }
 			END { if (n == 0) { print "no samples"; bad = 1 } exit bad }' "$T/stat.prom" >>"$T/$cur.err" ||
 			bad "stat --prometheus output is not the text exposition format (see stderr)"
-		grep -q "^perfvisor_exit_io{vm=\"$vmpid\",vcpu=\"0\"} $v\$" "$T/stat.prom" || bad "prometheus exit_io sample missing"
+		grep -q "^perfvisor_exit_io_total{vm=\"$vmpid\",vcpu=\"0\"} $v\$" "$T/stat.prom" || bad "prometheus exit_io sample missing"
+		# Times in base units: nanoseconds become seconds, as exact decimals.
+		grep -q "^perfvisor_time_kvm_run_seconds_total{vm=\"$vmpid\",vcpu=\"0\"} [0-9]*\.[0-9]\{9\}\$" "$T/stat.prom" ||
+			bad "prometheus time_kvm_run_seconds_total sample missing"
 	fi
 	stop_vm TERM; st=0
 	done_test
@@ -259,7 +262,89 @@ expect_status 0
 [ "$(grep -c '^TOTAL' "$T/stat-live.out")" -eq 3 ] || bad "expected 3 refreshes"
 grep -q '/s' "$T/stat-live.out" || bad "no rate column"
 done_test
+# --once goes with a format; JSON with --interval/--count is a stream, one object per line.
+run stat-once-json 60 "$PV" stat $vmpid --once --json --fields exits
+expect_status 0
+[ "$(wc -l <"$T/stat-once-json.out")" -eq 1 ] || bad "--once --json printed more than one line"
+"$JC" 'vcpus/3/exits=*' <"$T/stat-once-json.out" 2>>"$T/$cur.err" || bad "--once --json output does not check"
+done_test
+run stat-ndjson 60 "$PV" stat $vmpid --json --interval 0.2 --count 3 --fields 'exits,time.*'
+expect_status 0
+[ "$(wc -l <"$T/stat-ndjson.out")" -eq 3 ] || bad "expected 3 JSON lines"
+for l in 1 2 3; do
+	sed -n "${l}p" "$T/stat-ndjson.out" | "$JC" "pid=$vmpid" 'time_ns=*' 'vcpus/3/exits=*' 'vm/state=online' \
+		2>>"$T/$cur.err" || bad "line $l is not one JSON sample"
+done
+t1=$(sed -n 1p "$T/stat-ndjson.out" | "$JC" time_ns 2>/dev/null)
+t3=$(sed -n 3p "$T/stat-ndjson.out" | "$JC" time_ns 2>/dev/null)
+[ "${t3:-0}" -gt "${t1:-0}" ] 2>/dev/null || bad "time_ns does not grow: $t1, $t3"
+done_test
+run stat-once-count 10 "$PV" stat $vmpid --once --count 2
+expect_status 2; expect_err '--once takes one sample'; done_test
+run stat-prom-interval 10 "$PV" stat $vmpid --prometheus --interval 1
+expect_status 2; expect_err '--prometheus prints one sample'; done_test
+run stat-json-prom 10 "$PV" stat $vmpid --json --prometheus
+expect_status 2; expect_err 'choose one of --json and --prometheus'; done_test
 stop_vm TERM
+
+# Live time: vCPU 0 spins in ring 3, vCPU 1 halts, neither exits. time.kvm_run_ns (live, from
+# time.kvm_run_since_ns) shows both inside KVM_RUN; time.cpu_ns shows the spinning one busy and the
+# halted one idle; the main thread refreshes the kvm.* mirror while they stay inside.
+cur=stats-live-time; ok=1
+start_vm $cur 120 run --kernel "$G/behave.elf" --cmdline "mode=spinhalt" --cpus 2 --timeout 100
+sleep 2
+"$PV" stat $vmpid --interval 1 --count 3 --fields 'exits,time.kvm_run_ns,kvm.refreshes,time.cpu_ns' \
+	>"$T/live.out" 2>>"$T/$cur.err" || bad "stat failed"
+# Rows with rates (the 2nd and 3rd table): VCPU STATE exits (rate) run (share) refreshes (rate) cpu (share).
+awk '$1 ~ /^[01]$/ && $2 == "online" && NF == 10 {
+		if (!(($1) in first_exits)) { first_exits[$1] = $3; first_ref[$1] = $7 }
+		last_exits[$1] = $3; last_ref[$1] = $7; run[$1] = $6; cpu[$1] = $10 }
+	END {
+		for (i = 0; i <= 1; i++) {
+			r = run[i]; c = cpu[i]; gsub(/[()%]/, "", r); gsub(/[()%]/, "", c)
+			printf "  (vCPU %d: time.kvm_run_ns %s%%, time.cpu_ns %s%%, exits %s -> %s, kvm.refreshes %s -> %s)\n",
+				i, r, c, first_exits[i], last_exits[i], first_ref[i], last_ref[i]
+			if (r + 0 < 90) { print "vCPU " i " in KVM_RUN only " r "%: not live"; bad = 1 }
+			if (first_exits[i] != last_exits[i]) { print "vCPU " i " exited"; bad = 1 }
+			if (last_ref[i] - first_ref[i] < 5) { print "vCPU " i ": kvm.* not refreshed inside KVM_RUN"; bad = 1 }
+		}
+		c0 = cpu[0]; c1 = cpu[1]; gsub(/[()%]/, "", c0); gsub(/[()%]/, "", c1)
+		if (c0 + 0 < 30) { print "the spinning vCPU used only " c0 "% CPU"; bad = 1 }
+		if (c1 + 0 > 5) { print "the halted vCPU used " c1 "% CPU"; bad = 1 }
+		exit bad }' "$T/live.out" >"$T/live.verdict" || bad "$(grep -v '^  (' "$T/live.verdict" | tr '\n' ';')"
+grep '^  (' "$T/live.verdict"
+stop_vm TERM; st=0
+done_test
+
+# 1e6+ reads (and at least 3 s of them) of a vCPU exiting as fast as it can: none busy.
+cur=stats-read-busy; ok=1
+start_vm $cur 120 run --kernel "$G/behave.elf" --cmdline "mode=ports count=1000000000" --timeout 100
+sleep 1
+"$B/tests/statsread" $vmpid 1000000 3 >"$T/statsread.out" 2>&1 || bad "$(cat "$T/statsread.out")"
+echo "  ($(cat "$T/statsread.out"))"
+stop_vm TERM; st=0
+done_test
+
+# At the VMM's end the VM record becomes STOPPED: a JSON stream shows it last and ends by itself.
+cur=stats-vm-stopped; ok=1
+start_vm stats-vm-stopped-vm 60 run --kernel "$G/behave.elf" --cmdline "mode=tick" --timeout 3
+sleep 1
+timeout 30 "$PV" stat $vmpid --json --interval 0.5 --fields 'exits,exit.*' >"$T/$cur.out" 2>"$T/$cur.err"
+st=$?
+expect_status 0
+tail -n 1 "$T/$cur.out" | "$JC" vm/state=stopped vcpus/0/state=stopped 2>>"$T/$cur.err" ||
+	bad "the last sample is not of a stopped VM"
+# `exits` counts exits to handle; an interrupted KVM_RUN (the stop's kick) is exit.intr only.
+tail -n 1 "$T/$cur.out" | "$JC" vcpus/0/exits vcpus/0/exit.io vcpus/0/exit.mmio vcpus/0/exit.msr_read \
+	vcpus/0/exit.msr_write vcpus/0/exit.hlt vcpus/0/exit.shutdown vcpus/0/exit.other vcpus/0/exit.intr \
+	>"$T/exits.txt" 2>>"$T/$cur.err" || bad "exit fields missing"
+awk 'NR == 1 { e = $1 } NR > 1 && NR < 9 { s += $1 } NR == 9 { i = $1 }
+	END { printf "  (exits %d = sum of exit reasons %d; exit.intr %d)\n", e, s, i; exit !(e == s && e > 0 && i >= 1) }' \
+	"$T/exits.txt" || bad "exits is not the sum of the exit reasons, or no exit.intr"
+stop_vm
+[ "$st" -eq 124 ] || bad "the VM ended with $st, not its --timeout's 124"
+st=0
+done_test
 
 run stat-no-target 10 "$PV" stat
 expect_status 2; done_test
@@ -271,6 +356,140 @@ run stat-not-a-vm 10 "$PV" stat $$ --once
 expect_status 1; expect_err 'no perfvisor statistics region'; done_test
 run stats-check-no-target 10 "$PV" stats-check
 expect_status 2; done_test
+
+# ---- Prometheus: perfvisor exporter, scraped by Debian's prometheus ------------
+SD=$T/socks
+mkdir -p "$SD"
+# http_get URL: the body. http_raw PORT PATH [METHOD]: the whole response (status line, headers, body).
+# (not busybox wget -T: it crashes in busybox 1.35; timeout bounds it)
+http_get() { timeout 30 busybox wget -q -O - "$1" 2>/dev/null; }
+http_raw() { printf '%s %s HTTP/1.0\r\n\r\n' "${3:-GET}" "$2" | busybox nc -w 10 127.0.0.1 "$1" 2>/dev/null; }
+# wait_sock PATH: up to 60 s for a VM's control socket.
+wait_sock() { i=0; while [ ! -S "$1" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done; [ -S "$1" ]; }
+# prom_query EXPR: the value Prometheus answers for an instant query ('' if none).
+prom_query() { timeout 30 promtool query instant "http://127.0.0.1:$pport" "$1" 2>/dev/null | sed -n 's/.* => \([0-9.e+-]*\) @.*/\1/p' | head -n 1; }
+
+cur=exporter-start; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
+"$PV" exporter --listen 127.0.0.1:0 --socket-dir "$SD" >"$T/exporter.out" 2>"$T/exporter.err" </dev/null &
+expid=$!
+watchdog $expid 900; exwd=$wdpid
+i=0; while ! grep -q 'serving http' "$T/exporter.err" && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
+eport=$(sed -n 's|.*serving http://127\.0\.0\.1:\([0-9]*\)/metrics.*|\1|p' "$T/exporter.err")
+[ -n "$eport" ] || bad "the exporter did not say where it listens: $(cat "$T/exporter.err")"
+http_get "http://127.0.0.1:$eport/metrics" >"$T/ex-empty.prom" || bad "GET /metrics failed"
+grep -q '^perfvisor_exporter_vms 0$' "$T/ex-empty.prom" || bad "an empty socket dir is not 0 VMs"
+done_test
+
+# VMs come and go: two appear without a restart, with their names; the text passes promtool.
+cur=exporter-vms; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
+start_vm exporter-alpha 300 run --kernel "$G/behave.elf" --cmdline "mode=tick" --name alpha --api-socket "$SD/alpha.sock" --timeout 280
+alpha=$vmpid; alphawd=$wdpid
+start_vm exporter-beta 300 run --kernel "$G/behave.elf" --cmdline "mode=tick period_ms=5" --cpus 2 --name beta --api-socket "$SD/beta.sock" --timeout 280
+beta=$vmpid; betawd=$wdpid
+wait_sock "$SD/alpha.sock" && wait_sock "$SD/beta.sock" || bad "the VMs' control sockets did not appear"
+sleep 1
+http_get "http://127.0.0.1:$eport/metrics" >"$T/ex-two.prom" || bad "GET /metrics failed"
+grep -q '^perfvisor_exporter_vms 2$' "$T/ex-two.prom" || bad "not 2 VMs"
+grep -q "^perfvisor_io_serial_total{vm=\"$alpha\",name=\"alpha\",vcpu=\"0\"} [1-9]" "$T/ex-two.prom" || bad "no alpha io_serial sample"
+grep -q "^perfvisor_exits_total{vm=\"$beta\",name=\"beta\",vcpu=\"1\"} " "$T/ex-two.prom" || bad "no beta vCPU 1 sample"
+grep -q "^perfvisor_vm_memory_bytes{vm=\"$beta\",name=\"beta\"} 67108864$" "$T/ex-two.prom" || bad "no beta VM record sample"
+[ "$(grep -c '^# TYPE perfvisor_exits_total ' "$T/ex-two.prom")" -eq 1 ] || bad "perfvisor_exits_total not one family for both VMs"
+promtool check metrics <"$T/ex-two.prom" >"$T/promtool.out" 2>&1 || bad "promtool check metrics: $(head -n 5 "$T/promtool.out" | tr '\n' ' ')"
+# stat --prometheus is the same writer: it passes promtool too, and has the name label.
+"$PV" stat "$SD/beta.sock" --prometheus >"$T/stat-beta.prom" 2>>"$T/$cur.err" || bad "stat --prometheus failed"
+promtool check metrics <"$T/stat-beta.prom" >"$T/promtool2.out" 2>&1 || bad "promtool on stat --prometheus: $(head -n 5 "$T/promtool2.out" | tr '\n' ' ')"
+grep -q "^perfvisor_exits_total{vm=\"$beta\",name=\"beta\",vcpu=\"0\"} " "$T/stat-beta.prom" || bad "stat --prometheus lacks the name label"
+"$PV" stat $beta --json --fields exits | "$JC" name=beta 2>>"$T/$cur.err" || bad "stat --json lacks the name"
+"$PV" api "$SD/beta.sock" '{"cmd":"query"}' | grep -q '"name":"beta"' || bad "query lacks the name"
+done_test
+
+# Debian's Prometheus server scrapes the exporter; its HTTP API shows a counter that moved.
+cur=exporter-prometheus; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
+if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+	bad "prometheus and promtool are not installed (scripts/deps.sh build installs package prometheus)"
+else
+	printf 'global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: perfvisor\n    static_configs:\n      - targets: ["127.0.0.1:%s"]\n' \
+		"$eport" >"$T/prom.yml"
+	promtool check config "$T/prom.yml" >/dev/null 2>&1 || bad "promtool check config refuses $T/prom.yml"
+	ppid_=""
+	for try in 1 2 3 4 5; do
+		pport=$((20000 + ($$ * 7 + try * 131) % 20000))
+		prometheus --config.file="$T/prom.yml" --storage.tsdb.path="$T/prom-data" \
+			--web.listen-address="127.0.0.1:$pport" --log.level=warn >"$T/prometheus.log" 2>&1 </dev/null &
+		ppid_=$!
+		i=0; while kill -0 $ppid_ 2>/dev/null && ! timeout 10 promtool query instant "http://127.0.0.1:$pport" 'vector(1)' >/dev/null 2>&1 &&
+			[ $i -lt 300 ]; do
+			sleep 1; i=$((i + 1))
+			[ $((i % 30)) -eq 0 ] && echo "  (waiting for prometheus to answer on 127.0.0.1:$pport: ${i} s)"
+		done
+		kill -0 $ppid_ 2>/dev/null && break
+		ppid_=""
+	done
+	[ -n "$ppid_" ] || bad "prometheus did not start: $(tail -n 3 "$T/prometheus.log" | tr '\n' ' ')"
+	watchdog "${ppid_:-1}" 900; pwd_=$wdpid
+	q='max_over_time(perfvisor_io_serial_total{name="beta",vcpu="0"}[5m]) - min_over_time(perfvisor_io_serial_total{name="beta",vcpu="0"}[5m])'
+	up=""; moved=""; i=0
+	while [ -n "$ppid_" ] && [ $i -lt 300 ]; do
+		up=$(prom_query 'up{job="perfvisor"}'); moved=$(prom_query "$q")
+		[ "$up" = 1 ] && [ -n "$moved" ] && [ "${moved%%.*}" -gt 0 ] 2>/dev/null && break
+		sleep 1; i=$((i + 1))
+		[ $((i % 30)) -eq 0 ] && echo "  (waiting for prometheus to scrape a moving counter: ${i} s; up = $up)"
+	done
+	echo "  (prometheus on 127.0.0.1:$pport: up{job=\"perfvisor\"} = $up; $q = $moved)"
+	[ "$up" = 1 ] || bad "prometheus does not see the exporter up"
+	[ -n "$moved" ] && [ "${moved%%.*}" -gt 0 ] 2>/dev/null || bad "the counter did not move in prometheus"
+	[ -n "$ppid_" ] && { kill $ppid_; wait $ppid_ 2>/dev/null; kill $pwd_ 2>/dev/null; wait $pwd_ 2>/dev/null; }
+fi
+done_test
+
+# A VM that ends is gone at the next scrape; one killed leaves a stale socket: an error, not a crash.
+cur=exporter-vm-gone; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
+kill -TERM $alpha; wait $alpha; kill $alphawd 2>/dev/null; wait $alphawd 2>/dev/null
+http_get "http://127.0.0.1:$eport/metrics" >"$T/ex-one.prom" || bad "GET /metrics failed"
+grep -q '^perfvisor_exporter_vms 1$' "$T/ex-one.prom" || bad "not 1 VM after alpha stopped"
+! grep -q 'name="alpha"' "$T/ex-one.prom" || bad "alpha still exported"
+grep -q 'name="beta"' "$T/ex-one.prom" || bad "beta not exported"
+{ kill -KILL $beta; wait $beta; } 2>/dev/null; kill $betawd 2>/dev/null; wait $betawd 2>/dev/null
+[ -S "$SD/beta.sock" ] || bad "no stale socket left by the killed VM (the test needs one)"
+http_get "http://127.0.0.1:$eport/metrics" >"$T/ex-stale.prom" || bad "GET /metrics failed"
+grep -q '^perfvisor_exporter_vms 0$' "$T/ex-stale.prom" && grep -q '^perfvisor_exporter_errors 1$' "$T/ex-stale.prom" ||
+	bad "a stale socket is not 0 VMs and 1 error"
+grep -q '^# perfvisor exporter: beta.sock: cannot connect' "$T/ex-stale.prom" || bad "no comment naming the stale socket"
+done_test
+
+# Bad requests: another path, another method; the exporter goes on.
+cur=exporter-bad-requests; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
+http_raw "$eport" /nope >"$T/ex-404.txt"
+grep -q '^HTTP/1.[01] 404' "$T/ex-404.txt" && grep -q "no page '/nope' here: the metrics are at /metrics" "$T/ex-404.txt" ||
+	bad "GET /nope: $(head -n 1 "$T/ex-404.txt")"
+http_raw "$eport" /metrics POST >"$T/ex-405.txt"
+grep -q '^HTTP/1.[01] 405' "$T/ex-405.txt" && grep -q 'Allow: GET, HEAD' "$T/ex-405.txt" ||
+	bad "POST /metrics: $(head -n 1 "$T/ex-405.txt")"
+http_get "http://127.0.0.1:$eport/metrics" | grep -q '^perfvisor_exporter_vms' || bad "the exporter did not survive them"
+done_test
+
+# Bad command lines; an address in use.
+run exporter-no-listen 10 "$PV" exporter --socket-dir "$SD"
+expect_status 2; expect_err '--listen ADDR:PORT is required'; done_test
+run exporter-bad-listen 10 "$PV" exporter --listen localhost --socket-dir "$SD"
+expect_status 2; expect_err "--listen 'localhost' is not ADDR:PORT"; done_test
+run exporter-bad-port 10 "$PV" exporter --listen 127.0.0.1:70000 --socket-dir "$SD"
+expect_status 2; expect_err "--listen '127.0.0.1:70000' is not ADDR:PORT"; done_test
+run exporter-no-dir 10 "$PV" exporter --listen 127.0.0.1:0 --socket-dir "$T/nonexistent"
+expect_status 2; expect_err "--socket-dir $T/nonexistent: No such file or directory"; done_test
+run exporter-dir-is-file 10 "$PV" exporter --listen 127.0.0.1:0 --socket-dir "$T/prom.yml"
+expect_status 2; expect_err 'is not a directory'; done_test
+run exporter-in-use 10 "$PV" exporter --listen "127.0.0.1:$eport" --socket-dir "$SD"
+expect_status 1; expect_err "cannot listen on 127.0.0.1:$eport: Address already in use"; done_test
+run exporter-bad-flag 10 "$PV" exporter --frobnicate
+expect_status 2; expect_err "unknown option '--frobnicate'"; done_test
+
+cur=exporter-stop; ok=1
+kill -TERM $expid; wait $expid; st=$?
+kill $exwd 2>/dev/null; wait $exwd 2>/dev/null
+expect_status 0
+grep -q 'stopped by signal' "$T/exporter.err" || bad "no stop message"
+done_test
 
 # ---- bad input: one clear line, non-zero status, no crash -------------------
 run cli-unknown 10 "$PV" run --kernel "$G/hello.elf" --frobnicate

@@ -93,6 +93,8 @@ cat > "$r/init" <<'INIT'
 [ -d /gnu/bin ] && export PATH="/gnu/bin:${PATH:-/sbin:/usr/sbin:/bin:/usr/bin}"
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/shm && mount -t tmpfs tmp /dev/shm; mount -t tmpfs tmp /tmp
+# Loopback, for tests that talk HTTP on 127.0.0.1 (the exporter and Prometheus).
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 for m in irqbypass ccp kvm kvm-amd; do insmod /mod/$m.ko 2>/dev/null; done
 if [ ! -c /dev/kvm ]; then
 	echo "testhost: kvm-amd did not load (does this QEMU emulate SVM?)"

@@ -17,95 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define REGION_SIZE 8192U
-#define DESC_OFF 256U
-#define VM_OFF 2048U
-#define VCPU_OFF 4096U
-#define VCPU_SIZE 48U /* record header + 5 fields */
-#define VCPU_SLOTS 4U
-#define NVCPU_FIELDS 5U
-
-struct fake {
-	int fd;
-	uint8_t *p;
-	size_t size;
-	struct pv_stats_header *h;
-};
-
-static void put_desc(struct fake *f, unsigned i, unsigned desc_size, const char *name, unsigned record,
-		     unsigned offset, unsigned kind)
-{
-	struct pv_stats_desc *d = (struct pv_stats_desc *)(f->p + DESC_OFF + i * desc_size);
-
-	snprintf(d->name, sizeof(d->name), "%s", name);
-	d->offset = offset;
-	d->record = (uint8_t)record;
-	d->kind = (uint8_t)kind;
-	d->unit = PV_STATS_UNIT_NONE;
-}
-
-static uint8_t *vcpu_rec(struct fake *f, unsigned i)
-{
-	return f->p + f->h->vcpu.offset + (size_t)i * f->h->vcpu.stride;
-}
-
-static uint64_t *field(uint8_t *rec, unsigned off)
-{
-	return (uint64_t *)(rec + off);
-}
-
-/* A good region: a VM record with 2 fields, 4 vCPU slots (2 online) with 5 fields each. */
-static void fake_create(struct fake *f)
-{
-	static const char *const vcpu_names[NVCPU_FIELDS] = { "exits", "io_exits", "mmio_exits", "run_ns",
-							      "max_batch" };
-	struct pv_stats_header *h;
-	unsigned i, n = 0;
-
-	f->size = REGION_SIZE;
-	f->fd = memfd_create("perfvisor-stats", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	cr_assert(f->fd >= 0);
-	cr_assert_eq(ftruncate(f->fd, (off_t)f->size), 0);
-	f->p = mmap(NULL, f->size, PROT_READ | PROT_WRITE, MAP_SHARED, f->fd, 0);
-	cr_assert(f->p != MAP_FAILED);
-	h = f->h = (struct pv_stats_header *)f->p;
-	h->magic = PV_STATS_MAGIC;
-	h->header_size = sizeof(*h);
-	h->region_size = f->size;
-	h->generation = 3;
-	h->vm = (struct pv_stats_array){
-		.offset = VM_OFF, .size = 24, .stride = 64, .slots = 1, .online = 1
-	};
-	h->vcpu = (struct pv_stats_array){
-		.offset = VCPU_OFF, .size = VCPU_SIZE, .stride = 64, .slots = VCPU_SLOTS, .online = 2
-	};
-	h->desc_offset = DESC_OFF;
-	h->desc_size = sizeof(struct pv_stats_desc);
-	h->producer_pid = (uint64_t)getpid();
-	put_desc(f, n++, h->desc_size, "exits_total", PV_STATS_RECORD_VM, 8, PV_STATS_CUMULATIVE);
-	put_desc(f, n++, h->desc_size, "vcpus", PV_STATS_RECORD_VM, 16, PV_STATS_INSTANT);
-	for (i = 0; i < NVCPU_FIELDS; i++)
-		put_desc(f, n++, h->desc_size, vcpu_names[i], PV_STATS_RECORD_VCPU, 8 + 8 * i,
-			 i == 4 ? PV_STATS_PEAK : PV_STATS_CUMULATIVE);
-	h->desc_count = n;
-	((struct pv_stats_record_hdr *)(f->p + VM_OFF))->state = PV_STATS_ONLINE;
-	*field(f->p + VM_OFF, 8) = 1000;
-	*field(f->p + VM_OFF, 16) = 2;
-	for (i = 0; i < 2; i++) {
-		uint8_t *r = vcpu_rec(f, i);
-		unsigned j;
-
-		((struct pv_stats_record_hdr *)r)->state = PV_STATS_ONLINE;
-		for (j = 0; j < NVCPU_FIELDS; j++)
-			*field(r, 8 + 8 * j) = 100 * (i + 1) + j;
-	}
-}
-
-static void fake_destroy(struct fake *f)
-{
-	munmap(f->p, f->size);
-	close(f->fd);
-}
+#include "stats_check_run.h"
+#include "stats_fake.h"
 
 static int open_err(struct fake *f, struct errbuf *err)
 {
@@ -744,27 +657,6 @@ Test(stats_reader, target_errors)
 
 /* ---- stats-check ---------------------------------------------------------------- */
 
-/* Run `perfvisor stats-check ARG` with stdout captured; returns the exit status. */
-static int run_check(const char *arg, char *out, size_t outlen)
-{
-	char *argv[] = { "stats-check", (char *)arg, NULL };
-	int argc = arg ? 2 : 1, saved, tmp, rc;
-	ssize_t n;
-
-	fflush(stdout);
-	tmp = memfd_create("check-out", MFD_CLOEXEC);
-	saved = dup(STDOUT_FILENO);
-	dup2(tmp, STDOUT_FILENO);
-	rc = stats_cmd_check(argc, argv);
-	fflush(stdout);
-	dup2(saved, STDOUT_FILENO);
-	close(saved);
-	n = pread(tmp, out, outlen - 1, 0);
-	out[n > 0 ? n : 0] = 0;
-	close(tmp);
-	return rc;
-}
-
 static void seal(struct fake *f)
 {
 	cr_assert_eq(
@@ -780,7 +672,7 @@ static void check_fails(struct fake *f, const char *fail_part)
 	int rc;
 
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	rc = run_check(pid, check_out, sizeof(check_out));
+	rc = stats_check_run(pid, check_out, sizeof(check_out));
 	cr_assert_eq(rc, 1, "rc %d:\n%s", rc, check_out);
 	cr_assert(strstr(check_out, fail_part), "output lacks '%s':\n%s", fail_part, check_out);
 	cr_assert_null(strstr(strstr(check_out, "FAIL") + 4, "FAIL"), "stops at the first violation:\n%s",
@@ -797,7 +689,7 @@ Test(stats_check, good_sealed_region_passes)
 	fake_create(&f);
 	seal(&f);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	rc = run_check(pid, check_out, sizeof(check_out));
+	rc = stats_check_run(pid, check_out, sizeof(check_out));
 	cr_assert_eq(rc, 0, "%s", check_out);
 	cr_assert_null(strstr(check_out, "FAIL"), "%s", check_out);
 	cr_assert(strstr(check_out, "invariants hold"), "%s", check_out);
@@ -806,10 +698,10 @@ Test(stats_check, good_sealed_region_passes)
 
 Test(stats_check, usage)
 {
-	cr_assert_eq(run_check(NULL, check_out, sizeof(check_out)), 2);
-	cr_assert_eq(run_check("--help", check_out, sizeof(check_out)), 0);
+	cr_assert_eq(stats_check_run(NULL, check_out, sizeof(check_out)), 2);
+	cr_assert_eq(stats_check_run("--help", check_out, sizeof(check_out)), 0);
 	cr_assert(strstr(check_out, "Usage: perfvisor stats-check TARGET"));
-	cr_assert_eq(run_check("--bogus", check_out, sizeof(check_out)), 2);
+	cr_assert_eq(stats_check_run("--bogus", check_out, sizeof(check_out)), 2);
 }
 
 Test(stats_check, unsealed_region_fails)

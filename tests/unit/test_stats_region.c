@@ -164,3 +164,38 @@ Test(region, sealed_and_read_only_for_readers)
 	close(ro);
 	stats_region_destroy(r);
 }
+
+Test(region, sb_read_is_consistent_or_busy)
+{
+	struct stats_region *r = region(2);
+	struct sb_field a = declare(r, PV_STATS_RECORD_VCPU, "a");
+	struct sb_field b = declare(r, PV_STATS_RECORD_VCPU, "b");
+	struct sb_field v = declare(r, PV_STATS_RECORD_VM, "v");
+	struct sb_field f[2] = { a, b };
+	struct errbuf err;
+	struct sb_entry e;
+	uint64_t out[2] = { 0, 0 };
+
+	cr_assert_eq(stats_region_freeze(r, &err), 0, "%s", err.msg);
+	stats_vcpu_online(r, 0);
+	stats_vcpu_online(r, 1);
+	e = stats_vcpu_entry(r, 1);
+	sb_begin(e);
+	sb_set(e, a, 5);
+	sb_set(e, b, 6);
+	sb_end(e);
+	cr_assert_eq(sb_read(r, 1, f, 2, out), 0);
+	cr_assert_eq(out[0], 5);
+	cr_assert_eq(out[1], 6);
+	sb_begin(stats_vm_entry(r));
+	sb_set(stats_vm_entry(r), v, 9);
+	sb_end(stats_vm_entry(r));
+	cr_assert_eq(sb_read(r, 0, &v, 1, out), 0, "the VM record");
+	cr_assert_eq(out[0], 9);
+	/* A writer inside an update: a bounded number of tries, then -EBUSY. */
+	sb_begin(e);
+	cr_assert_eq(sb_read(r, 1, f, 2, out), -EBUSY);
+	sb_end(e);
+	cr_assert_eq(sb_read(r, 1, f, 2, out), 0);
+	stats_region_destroy(r);
+}

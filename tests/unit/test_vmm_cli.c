@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "perfvisor/bootinfo.h"
+#include "perfvisor/stats_abi.h"
 
 static struct vm_config cfg;
 static struct errbuf err;
@@ -93,6 +94,32 @@ Test(cli, pmu_bad)
 	expect_bad("--pmu must be on or off (got 'yes')", "--kernel", "k", "--pmu", "yes");
 	expect_bad("(got '')", "--kernel", "k", "--pmu", "");
 	expect_bad("(got 'OFF')", "--kernel", "k", "--pmu", "OFF");
+}
+
+Test(cli, name)
+{
+	char longest[PV_STATS_VM_NAME_MAX];
+
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_null(cfg.name, "no name by default");
+	cr_assert_eq(PARSE("--kernel", "k", "--name", "web-1.eu:a_B"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.name, "web-1.eu:a_B");
+	memset(longest, 'n', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	cr_assert_eq(PARSE("--kernel", "k", "--name", longest), 0, "63 characters fit: %s", err.msg);
+}
+
+Test(cli, name_bad)
+{
+	char toolong[PV_STATS_VM_NAME_MAX + 1];
+
+	expect_bad("--name '' must be 1 to 63 characters of A-Z a-z 0-9 _ . : -", "--kernel", "k", "--name",
+		   "");
+	expect_bad("--name 'a b' must be", "--kernel", "k", "--name", "a b");
+	expect_bad("--name 'x\"y' must be", "--kernel", "k", "--name", "x\"y");
+	memset(toolong, 'n', sizeof(toolong) - 1);
+	toolong[sizeof(toolong) - 1] = '\0';
+	expect_bad("must be 1 to 63 characters", "--kernel", "k", "--name", toolong);
 }
 
 Test(cli, every_option)
