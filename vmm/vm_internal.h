@@ -111,6 +111,9 @@ struct vm {
 	struct serial *serial;
 	struct testdev *testdev;
 	struct i8042 *i8042;
+	struct fwcfg fwcfg; /* plain state; accesses under fwcfg_lock */
+	pthread_mutex_t fwcfg_lock;
+	bool fwcfg_lock_ok;
 	struct ratelimit unhandled_rl[BUS_NR_SPACES]; /* one per space: a port flood cannot hide MMIO */
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
