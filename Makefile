@@ -127,7 +127,7 @@ check-testhost: $(INTEGRATION_DEPS)
 
 # The guest instruction check (docs/testing.md): no guest image may hold an
 # instruction that fails on some KVM host, unless tests/guest-check/allow says why.
-GUEST_CHECK_IMAGES = $(GUEST_ELFS) $(BENCH_OUT)/min64.elf
+GUEST_CHECK_IMAGES = $(GUEST_ELFS) $(BOOT_GUEST_ELFS) $(BENCH_OUT)/min64.elf
 guest-check: $(GUEST_CHECK_IMAGES)
 	$(Q)sh tests/guest-check/selftest.sh
 	$(Q)sh tests/guest-check/check.sh tests/guest-check/allow $(GUEST_CHECK_IMAGES)
