@@ -76,7 +76,6 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct l
 				  " bytes from 0x%llx (its init_size), beyond "
 				  "guest memory (%" PRIu64 " MiB); use a larger --memory",
 				  need, (unsigned long long)PV_LB_LINUX_LOAD, mem->size >> 20);
-	memcpy(gmem_hva(mem, PV_LB_LINUX_LOAD, kernel_len), p + setup_len, kernel_len);
 	out->hdr_len = (uint32_t)hdr_len;
 	memcpy(out->hdr, &h, hdr_len);
 	out->version = h.version;
@@ -92,6 +91,7 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct l
 			"the Linux kernel relocates to 0x%llx and needs 0x%x bytes there (init_size), "
 			"beyond guest memory (%" PRIu64 " MiB); use a larger --memory",
 			(unsigned long long)h.pref_address, h.init_size, mem->size >> 20);
+	memcpy(gmem_hva(mem, PV_LB_LINUX_LOAD, kernel_len), p + setup_len, kernel_len);
 	out->initrd_addr_max = h.initrd_addr_max ? h.initrd_addr_max : 0x37ffffff;
 	out->cmdline_size = h.version >= 0x0206 && h.cmdline_size ? h.cmdline_size : 255;
 	out->info = (struct loader_info){ .entry = out->entry64,
