@@ -8,8 +8,10 @@ set -euo pipefail
 # Criterion for the unit tests, clang-format for `make format-check`.
 # libxxhash-dev: the snapshot checksums (XXH3, far faster than a CRC over GiBs).
 # clang and libclang-rt-dev: libFuzzer for the fuzz targets `make check` runs briefly.
+# xz-utils: decompresses the Debian kernel's vmlinux for the boot-protocol tests
+# (tests/integration/debian-kernel.sh).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
-	liburing-dev libjansson-dev libcriterion-dev clang-format libxxhash-dev clang libclang-rt-dev)
+	liburing-dev libjansson-dev libcriterion-dev clang-format libxxhash-dev clang libclang-rt-dev xz-utils)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

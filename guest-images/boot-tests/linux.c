@@ -52,9 +52,9 @@ int main(const struct pv_bootinfo *bi)
 	       h->code32_start, h->cmd_line_ptr);
 	printf("linux: command line '%s'\n", (const char *)(uintptr_t)h->cmd_line_ptr);
 	printf("linux: initrd at 0x%x, %u bytes\n", h->ramdisk_image, h->ramdisk_size);
-	report(h->ramdisk_size == want_initrd && (h->ramdisk_image & 0xfff) == 0 &&
-		       h->ramdisk_image >= (uintptr_t)_end &&
-		       (want_initrd == 0 || !strncmp(initrd, "perfvisor initrd", 16)),
+	report(want_initrd ? h->ramdisk_size == want_initrd && (h->ramdisk_image & 0xfff) == 0 &&
+				     h->ramdisk_image >= (uintptr_t)_end && !strncmp(initrd, "perfvisor initrd", 16)
+			   : h->ramdisk_image == 0 && h->ramdisk_size == 0,
 	       "linux: the initrd (%u bytes, want %lu), page-aligned above the kernel, with its data",
 	       h->ramdisk_size, want_initrd);
 	report(bp->e820_entries == 4 && bp->acpi_rsdp_addr == PV_LB_RSDP_GPA && bp->ext_cmd_line_ptr == 0 &&

@@ -399,7 +399,7 @@ if [ ! -s "$DK/vmlinuz" ]; then
 	done_test
 elif [ "$("$PV" host --kind)" = kvm_pvm ]; then
 	run debian-kernel-pvh 300 "$PV" run --kernel "$DK/vmlinux" --memory 512M --cpuid-hide xsave,cmpxchg16b \
-		--cmdline "earlyprintk=ttyS0 console=ttyS0 noxsave panic=-1 perfvisor-test" --timeout 240
+		--cmdline "earlyprintk=ttyS0 console=ttyS0 noxsave panic=-1 perfvisor-test" --timeout 240 --verbose
 	expect_out '\] Linux version [0-9]'; expect_out '\] Command line: earlyprintk=ttyS0 .*perfvisor-test'
 	expect_out 'BIOS-e820: \[mem 0x0000000000000000-0x000000000009fbff\] usable'
 	expect_out 'BIOS-e820: \[mem 0x0000000000100000-0x000000001fffffff\] usable'
@@ -411,7 +411,7 @@ elif [ "$("$PV" host --kind)" = kvm_pvm ]; then
 	done_test
 else
 	run debian-kernel 300 "$PV" run --kernel "$DK/vmlinuz" --initrd "$T/initrd" --memory 256M \
-		--cmdline "console=ttyS0 earlyprintk=ttyS0 nokaslr panic=-1 perfvisor-test" --timeout 240
+		--cmdline "console=ttyS0 earlyprintk=ttyS0 nokaslr panic=-1 perfvisor-test" --timeout 240 --verbose
 	expect_out '\] Linux version [0-9]'; expect_out '\] Command line: console=ttyS0 .*perfvisor-test'
 	expect_out 'BIOS-e820: \[mem 0x0000000000000000-0x000000000009fbff\] usable'
 	expect_out 'BIOS-e820: \[mem 0x0000000000100000-0x000000000fffffff\] usable'
