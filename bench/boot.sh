@@ -32,12 +32,14 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # Timed runs. Both VMMs: 1 vCPU, $mem of RAM, serial to stdout (spawn checks
 # that every run printed the line), debug-exit at 0xf4; QEMU gets its leanest
 # microvm, perfvisor runs without --verbose, doing no more than QEMU does.
+# QEMU's leanest microvm with a serial port and debug-exit; then -bios or -kernel FILE.
+qemu_microvm="qemu-system-x86_64 -enable-kvm -cpu host -smp 1 -m $mem
+	-M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,acpi=off,isa-serial=on
+	-nodefaults -no-user-config -display none -monitor none -serial stdio
+	-device isa-debug-exit,iobase=0xf4,iosize=4"
+# shellcheck disable=SC2086 # $qemu_microvm is a word list
 set -- -n "$runs" -w 1 -d "$tmp" \
-	-l "qemu microvm, min guest" -x "$min_status" -m "$msg" -- \
-	qemu-system-x86_64 -enable-kvm -cpu host -smp 1 -m "$mem" \
-	-M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,acpi=off,isa-serial=on \
-	-nodefaults -no-user-config -display none -monitor none -serial stdio \
-	-bios "$build/bench/minbios.bin" -device isa-debug-exit,iobase=0xf4,iosize=4
+	-l "qemu microvm, min guest" -x "$min_status" -m "$msg" -- $qemu_microvm -bios "$build/bench/minbios.bin"
 set -- "$@" :: -l "perfvisor, min guest" -x "$min_status" -m "$msg" -- \
 	"$pv" run --kernel "$build/bench/min64.elf" --cpus 1 --memory "$mem" --console stdio
 if [ -e "$hello" ]; then
@@ -46,11 +48,8 @@ if [ -e "$hello" ]; then
 fi
 # The same multiboot v1 file (bench/minmb.S, ELF32) through QEMU's -kernel
 # (microvm, its default firmware) and through perfvisor's multiboot loader.
-set -- "$@" :: -l "qemu -kernel, multiboot" -x "$min_status" -m "$msg" -- \
-	qemu-system-x86_64 -enable-kvm -cpu host -smp 1 -m "$mem" \
-	-M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,acpi=off,isa-serial=on \
-	-nodefaults -no-user-config -display none -monitor none -serial stdio \
-	-kernel "$build/bench/minmb.elf" -device isa-debug-exit,iobase=0xf4,iosize=4
+# shellcheck disable=SC2086
+set -- "$@" :: -l "qemu -kernel, multiboot" -x "$min_status" -m "$msg" -- $qemu_microvm -kernel "$build/bench/minmb.elf"
 set -- "$@" :: -l "perfvisor, multiboot" -x "$min_status" -m "$msg" -- \
 	"$pv" run --kernel "$build/bench/minmb.elf" --cpus 1 --memory "$mem" --console stdio
 echo "bench: $runs interleaved runs of each case (+1 warm-up) ..."

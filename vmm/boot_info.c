@@ -111,37 +111,58 @@ static int common(struct gmem *mem, const struct boot_config *cfg, const uint64_
 	return 0;
 }
 
+/*
+ * What multiboot and PVH both put in the extra area: a module list and a
+ * memory map of the given entry sizes, and each module's string (its whole
+ * --initrd value: its path, then its arguments). 0 or -E2BIG.
+ */
+struct lists {
+	void *mods, *mm;
+	uint64_t mods_gpa, mm_gpa;
+	uint64_t str[BOOT_MAX_MODULES];
+};
+
+static int alloc_lists(struct extra *x, const struct boot_config *cfg, const struct boot_result *out,
+		       size_t mod_size, size_t mm_size, unsigned nr_mm, struct lists *l, struct errbuf *err)
+{
+	l->mods = extra_alloc(x, out->nr_modules * mod_size, &l->mods_gpa);
+	l->mm = extra_alloc(x, nr_mm * mm_size, &l->mm_gpa);
+	if (!l->mods || !l->mm)
+		return too_much(err);
+	for (unsigned i = 0; i < out->nr_modules; i++)
+		if (!(l->str[i] = extra_string(x, cfg->modules[i])))
+			return too_much(err);
+	return 0;
+}
+
 int boot_write_multiboot(struct gmem *mem, const struct boot_config *cfg, struct boot_result *out,
 			 struct errbuf *err)
 {
 	struct mb_info *mbi = gmem_hva(mem, PV_LB_INFO_GPA, sizeof(*mbi));
 	struct extra x = { mem, PV_LB_EXTRA_GPA };
 	struct boot_mem_range r[BOOT_NR_MEM_RANGES];
+	struct lists l;
 	struct mb_module *mods;
 	struct mb_mmap_entry *mm;
-	uint64_t mods_gpa = 0, mm_gpa = 0, name_gpa;
+	uint64_t name_gpa;
 	unsigned nr = boot_memmap(mem->size, r);
 	/* As QEMU: the kernel's path first, then the arguments. */
 	int rc = write_cmdline(mem, cfg->kernel, cfg->cmdline, PV_LB_CMDLINE_MAX - 1, err);
 
 	if (!rc)
 		rc = common(mem, cfg, gdt32, sizeof(gdt32), err);
+	if (!rc)
+		rc = alloc_lists(&x, cfg, out, sizeof(*mods), sizeof(*mm), nr, &l, err);
 	if (rc)
 		return rc;
-	mods = extra_alloc(&x, out->nr_modules * sizeof(*mods), &mods_gpa);
-	mm = extra_alloc(&x, nr * sizeof(*mm), &mm_gpa);
-	name_gpa = extra_string(&x, "perfvisor");
-	if (!mods || !mm || !name_gpa)
+	if (!(name_gpa = extra_string(&x, "perfvisor")))
 		return too_much(err);
-	for (unsigned i = 0; i < out->nr_modules; i++) {
-		/* The module's string is its --initrd value: its path, then its arguments. */
-		uint64_t s = extra_string(&x, cfg->modules[i]);
-
-		if (!s)
-			return too_much(err);
+	mods = l.mods;
+	mm = l.mm;
+	for (unsigned i = 0; i < out->nr_modules; i++)
 		mods[i] = (struct mb_module){ (uint32_t)out->mod_gpa[i],
-					      (uint32_t)(out->mod_gpa[i] + out->mod_len[i]), (uint32_t)s, 0 };
-	}
+					      (uint32_t)(out->mod_gpa[i] + out->mod_len[i]),
+					      (uint32_t)l.str[i], 0 };
 	for (unsigned i = 0; i < nr; i++)
 		mm[i] = (struct mb_mmap_entry){ sizeof(mm[i]) - 4, r[i].base, r[i].len, r[i].type };
 	memset(mbi, 0, sizeof(*mbi));
@@ -150,9 +171,9 @@ int boot_write_multiboot(struct gmem *mem, const struct boot_config *cfg, struct
 	mbi->mem_upper = (uint32_t)((mem->size - PV_LB_HIGH_GPA) >> 10);
 	mbi->cmdline = (uint32_t)PV_LB_CMDLINE_GPA;
 	mbi->mods_count = out->nr_modules;
-	mbi->mods_addr = (uint32_t)mods_gpa;
+	mbi->mods_addr = (uint32_t)l.mods_gpa;
 	mbi->mmap_length = (uint32_t)(nr * sizeof(*mm));
-	mbi->mmap_addr = (uint32_t)mm_gpa;
+	mbi->mmap_addr = (uint32_t)l.mm_gpa;
 	mbi->boot_loader_name = (uint32_t)name_gpa;
 	cpu32(out, MB_BOOT_MAGIC, PV_LB_INFO_GPA);
 	return 0;
@@ -164,36 +185,31 @@ int boot_write_pvh(struct gmem *mem, const struct boot_config *cfg, struct boot_
 	struct pvh_start_info *si = gmem_hva(mem, PV_LB_INFO_GPA, sizeof(*si));
 	struct extra x = { mem, PV_LB_EXTRA_GPA };
 	struct boot_mem_range r[BOOT_NR_MEM_RANGES];
+	struct lists l;
 	struct pvh_module *mods;
 	struct pvh_memmap_entry *mm;
-	uint64_t mods_gpa = 0, mm_gpa = 0;
 	unsigned nr = boot_memmap(mem->size, r);
 	int rc = write_cmdline(mem, "", cfg->cmdline, PV_LB_CMDLINE_MAX - 1, err);
 
 	if (!rc)
 		rc = common(mem, cfg, gdt32, sizeof(gdt32), err);
+	if (!rc)
+		rc = alloc_lists(&x, cfg, out, sizeof(*mods), sizeof(*mm), nr, &l, err);
 	if (rc)
 		return rc;
-	mods = extra_alloc(&x, out->nr_modules * sizeof(*mods), &mods_gpa);
-	mm = extra_alloc(&x, nr * sizeof(*mm), &mm_gpa);
-	if (!mods || !mm)
-		return too_much(err);
-	for (unsigned i = 0; i < out->nr_modules; i++) {
-		uint64_t s = extra_string(&x, cfg->modules[i]);
-
-		if (!s)
-			return too_much(err);
-		mods[i] = (struct pvh_module){ out->mod_gpa[i], out->mod_len[i], s, 0 };
-	}
+	mods = l.mods;
+	mm = l.mm;
+	for (unsigned i = 0; i < out->nr_modules; i++)
+		mods[i] = (struct pvh_module){ out->mod_gpa[i], out->mod_len[i], l.str[i], 0 };
 	for (unsigned i = 0; i < nr; i++)
 		mm[i] = (struct pvh_memmap_entry){ r[i].base, r[i].len, r[i].type, 0 };
 	*si = (struct pvh_start_info){ .magic = PVH_START_MAGIC,
 				       .version = PVH_START_VERSION,
 				       .nr_modules = out->nr_modules,
-				       .modlist_paddr = out->nr_modules ? mods_gpa : 0,
+				       .modlist_paddr = out->nr_modules ? l.mods_gpa : 0,
 				       .cmdline_paddr = PV_LB_CMDLINE_GPA,
 				       .rsdp_paddr = PV_LB_RSDP_GPA,
-				       .memmap_paddr = mm_gpa,
+				       .memmap_paddr = l.mm_gpa,
 				       .memmap_entries = nr };
 	cpu32(out, 0, PV_LB_INFO_GPA);
 	return 0;

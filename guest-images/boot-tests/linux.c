@@ -53,7 +53,8 @@ int main(const struct pv_bootinfo *bi)
 	printf("linux: command line '%s'\n", (const char *)(uintptr_t)h->cmd_line_ptr);
 	printf("linux: initrd at 0x%x, %u bytes\n", h->ramdisk_image, h->ramdisk_size);
 	report(want_initrd ? h->ramdisk_size == want_initrd && (h->ramdisk_image & 0xfff) == 0 &&
-				     h->ramdisk_image >= (uintptr_t)_end && !strncmp(initrd, "perfvisor initrd", 16)
+				     h->ramdisk_image >= (uintptr_t)_end &&
+				     !strncmp(initrd, "perfvisor initrd", 16)
 			   : h->ramdisk_image == 0 && h->ramdisk_size == 0,
 	       "linux: the initrd (%u bytes, want %lu), page-aligned above the kernel, with its data",
 	       h->ramdisk_size, want_initrd);

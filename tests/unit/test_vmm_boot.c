@@ -144,7 +144,8 @@ Test(boot, multiboot_bad_headers)
 	h->load_end_addr = MB_LOAD - 1;
 	mb_reject(n, -ENOEXEC, "load_end_addr 0x1fffff is below load_addr");
 	h->load_end_addr = MB_LOAD + 0x2000;
-	mb_reject(n, -ENOEXEC, "truncated multiboot kernel: 8192 bytes to load from offset 0x0, the file has 4096");
+	mb_reject(n, -ENOEXEC,
+		  "truncated multiboot kernel: 8192 bytes to load from offset 0x0, the file has 4096");
 	h->load_end_addr = MB_LOAD + 0x1000;
 	h->bss_end_addr = MB_LOAD + 0x800;
 	mb_reject(n, -ENOEXEC, "bss_end_addr 0x200800 is below load_end_addr");
@@ -193,7 +194,8 @@ static size_t build_elf32(uint32_t paddr, uint32_t entry, const void *note, uint
 	Elf32_Ehdr *eh = (Elf32_Ehdr *)img;
 	Elf32_Phdr *ph = (Elf32_Phdr *)(img + sizeof(*eh));
 
-	*eh = (Elf32_Ehdr){ .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS32, ELFDATA2LSB, EV_CURRENT },
+	*eh = (Elf32_Ehdr){ .e_ident = { ELFMAG0, ELFMAG1, ELFMAG2, ELFMAG3, ELFCLASS32, ELFDATA2LSB,
+					 EV_CURRENT },
 			    .e_type = ET_EXEC,
 			    .e_machine = EM_386,
 			    .e_version = EV_CURRENT,
@@ -222,15 +224,16 @@ Test(boot, elf32_loads_for_multiboot_not_for_elf64)
 {
 	size_t n = build_elf32(MB_LOAD, MB_LOAD + 0x10, NULL, 0);
 
-	cr_assert_eq(loader_load_elf_flags(img, n, &mem, PV_LB_HIGH_GPA, LOADER_ELF_ANY_CLASS, &info, &err), 0, "%s",
-		     err.msg);
+	cr_assert_eq(loader_load_elf_flags(img, n, &mem, PV_LB_HIGH_GPA, LOADER_ELF_ANY_CLASS, &info, &err),
+		     0, "%s", err.msg);
 	cr_assert_eq(info.entry, MB_LOAD + 0x10);
 	cr_assert_eq(mem.hva[MB_LOAD + 5], 8);
 	cr_assert_eq(mem.hva[MB_LOAD + 0x1ff], 0, "bss zeroed");
 	cr_assert_eq(loader_load_elf(img, n, &mem, PV_RESERVED_END, &info, &err), -ENOEXEC);
 	assert_msg_has("not a 64-bit ELF (class 1)");
 	((Elf32_Ehdr *)img)->e_machine = EM_X86_64;
-	cr_assert_eq(loader_load_elf_flags(img, n, &mem, PV_LB_HIGH_GPA, LOADER_ELF_ANY_CLASS, &info, &err), -ENOEXEC);
+	cr_assert_eq(loader_load_elf_flags(img, n, &mem, PV_LB_HIGH_GPA, LOADER_ELF_ANY_CLASS, &info, &err),
+		     -ENOEXEC);
 	assert_msg_has("ELF32 machine 62 is not i386");
 }
 
@@ -239,8 +242,8 @@ Test(boot, elf32_entry_by_virtual_address)
 	size_t n = build_elf32(MB_LOAD, 0xc0000020, NULL, 0);
 
 	((Elf32_Phdr *)(img + sizeof(Elf32_Ehdr)))->p_vaddr = 0xc0000000;
-	cr_assert_eq(loader_load_elf_flags(img, n, &mem, PV_LB_HIGH_GPA, LOADER_ELF_ANY_CLASS, &info, &err), 0, "%s",
-		     err.msg);
+	cr_assert_eq(loader_load_elf_flags(img, n, &mem, PV_LB_HIGH_GPA, LOADER_ELF_ANY_CLASS, &info, &err),
+		     0, "%s", err.msg);
 	cr_assert_eq(info.entry, MB_LOAD + 0x20, "a higher-half entry is translated to its physical address");
 }
 
@@ -396,7 +399,8 @@ Test(boot, multiboot_info_block)
 	cr_assert_eq(res.cpu.rax, MB_BOOT_MAGIC);
 	cr_assert_eq(res.cpu.rbx, PV_LB_INFO_GPA);
 	cr_assert_eq(res.cpu.rip, MB_LOAD + 0x100);
-	cr_assert_eq(mbi->flags, MB_INFO_MEMORY | MB_INFO_CMDLINE | MB_INFO_MODS | MB_INFO_MMAP | MB_INFO_LOADER);
+	cr_assert_eq(mbi->flags,
+		     MB_INFO_MEMORY | MB_INFO_CMDLINE | MB_INFO_MODS | MB_INFO_MMAP | MB_INFO_LOADER);
 	cr_assert_eq(mbi->mem_lower, 639);
 	cr_assert_eq(mbi->mem_upper, (MEM - 0x100000) / 1024);
 	snprintf(want, sizeof(want), "%s a=b", k);
@@ -486,7 +490,8 @@ Test(boot, pvh_start_info)
 	cr_assert_eq(res.cpu.rbx, PV_LB_INFO_GPA);
 	cr_assert_eq(si->magic, PVH_START_MAGIC);
 	cr_assert_eq(si->version, 1);
-	cr_assert_str_eq((const char *)mem.hva + si->cmdline_paddr, "console=ttyS0", "no kernel path for PVH");
+	cr_assert_str_eq((const char *)mem.hva + si->cmdline_paddr, "console=ttyS0",
+			 "no kernel path for PVH");
 	cr_assert_eq(si->rsdp_paddr, PV_LB_RSDP_GPA);
 	cr_assert_eq(si->memmap_entries, 4);
 	cr_assert_eq(si->nr_modules, 1);
@@ -525,14 +530,16 @@ Test(boot, linux_boot_params_and_initrd)
 	cr_assert_eq(bp->e820_entries, 4);
 	cr_assert_eq(bp->e820_table[3].addr + bp->e820_table[3].size, MEM);
 	cr_assert_eq(bp->acpi_rsdp_addr, PV_LB_RSDP_GPA);
-	cr_assert_eq(*(uint64_t *)(mem.hva + PV_LB_PML4_GPA) & ~0xfffULL, PV_LB_PML4_GPA + 0x1000, "identity map");
+	cr_assert_eq(*(uint64_t *)(mem.hva + PV_LB_PML4_GPA) & ~0xfffULL, PV_LB_PML4_GPA + 0x1000,
+		     "identity map");
 
 	cr_assert_eq(load(k, "console=ttyS0", mods, 2, 1), -EINVAL);
 	assert_msg_has("a Linux kernel takes one --initrd FILE, without arguments (got 2");
 	cr_assert_eq(load(k, "", (const char *const[]){ "/x/initrd arg" }, 1, 1), -EINVAL);
 	memset(img + 0x600, 'x', 200);
-	cr_assert_eq(load(k, "0123456789012345678901234567890123456789012345678901234567890123456789"
-			     "0123456789012345678901234567890123456789",
+	cr_assert_eq(load(k,
+			  "0123456789012345678901234567890123456789012345678901234567890123456789"
+			  "0123456789012345678901234567890123456789",
 			  NULL, 0, 1),
 		     -EINVAL);
 	assert_msg_has("the command line is 110 bytes; this kernel takes at most 100");
@@ -546,8 +553,9 @@ Test(boot, linux_initrd_does_not_fit)
 	const char *mods[1] = { file("rd", rd, sizeof(rd)) };
 
 	cr_assert_eq(load(k, "", mods, 1, 1), -E2BIG);
-	assert_msg_has("(15728640 bytes) does not fit between the kernel's end (0x200000) and the end of usable memory "
-		       "(0x1000000)");
+	assert_msg_has(
+		"(15728640 bytes) does not fit between the kernel's end (0x200000) and the end of usable memory "
+		"(0x1000000)");
 }
 
 Test(boot, elf64_takes_no_modules)
