@@ -135,6 +135,21 @@ static int alloc_lists(struct extra *x, const struct boot_config *cfg, const str
 	return 0;
 }
 
+/* The 32-bit protocols' common part: memory map, command line ("a b"), GDT, ACPI, lists. */
+static int setup32(struct gmem *mem, const struct boot_config *cfg, const struct boot_result *out,
+		   const char *a, size_t mod_size, size_t mm_size, struct boot_mem_range *r, struct extra *x,
+		   struct lists *l, struct errbuf *err)
+{
+	unsigned nr = boot_memmap(mem->size, r);
+	int rc = write_cmdline(mem, a, cfg->cmdline, PV_LB_CMDLINE_MAX - 1, err);
+
+	if (!rc)
+		rc = common(mem, cfg, gdt32, sizeof(gdt32), err);
+	if (!rc)
+		rc = alloc_lists(x, cfg, out, mod_size, mm_size, nr, l, err);
+	return rc;
+}
+
 int boot_write_multiboot(struct gmem *mem, const struct boot_config *cfg, struct boot_result *out,
 			 struct errbuf *err)
 {
@@ -145,14 +160,10 @@ int boot_write_multiboot(struct gmem *mem, const struct boot_config *cfg, struct
 	struct mb_module *mods;
 	struct mb_mmap_entry *mm;
 	uint64_t name_gpa;
-	unsigned nr = boot_memmap(mem->size, r);
+	const unsigned nr = BOOT_NR_MEM_RANGES;
 	/* As QEMU: the kernel's path first, then the arguments. */
-	int rc = write_cmdline(mem, cfg->kernel, cfg->cmdline, PV_LB_CMDLINE_MAX - 1, err);
+	int rc = setup32(mem, cfg, out, cfg->kernel, sizeof(*mods), sizeof(*mm), r, &x, &l, err);
 
-	if (!rc)
-		rc = common(mem, cfg, gdt32, sizeof(gdt32), err);
-	if (!rc)
-		rc = alloc_lists(&x, cfg, out, sizeof(*mods), sizeof(*mm), nr, &l, err);
 	if (rc)
 		return rc;
 	if (!(name_gpa = extra_string(&x, "perfvisor")))
@@ -188,13 +199,9 @@ int boot_write_pvh(struct gmem *mem, const struct boot_config *cfg, struct boot_
 	struct lists l;
 	struct pvh_module *mods;
 	struct pvh_memmap_entry *mm;
-	unsigned nr = boot_memmap(mem->size, r);
-	int rc = write_cmdline(mem, "", cfg->cmdline, PV_LB_CMDLINE_MAX - 1, err);
+	const unsigned nr = BOOT_NR_MEM_RANGES;
+	int rc = setup32(mem, cfg, out, "", sizeof(*mods), sizeof(*mm), r, &x, &l, err);
 
-	if (!rc)
-		rc = common(mem, cfg, gdt32, sizeof(gdt32), err);
-	if (!rc)
-		rc = alloc_lists(&x, cfg, out, sizeof(*mods), sizeof(*mm), nr, &l, err);
 	if (rc)
 		return rc;
 	mods = l.mods;
