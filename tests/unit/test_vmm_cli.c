@@ -342,7 +342,7 @@ Test(cli, initrd_repeatable_in_order)
 
 Test(cli, initrd_bad)
 {
-	char *argv[2 + 2 * (BOOT_MAX_MODULES + 1) + 1] = { "run", "--kernel", "k" };
+	char *argv[3 + 2 * (BOOT_MAX_MODULES + 1) + 1] = { "run", "--kernel", "k" };
 	int n = 3;
 
 	expect_bad("--initrd needs a file path", "--kernel", "k", "--initrd", "");
