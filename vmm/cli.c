@@ -227,13 +227,11 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 		static const struct {
 			int opt;
 			const char *name;
-		} from_snapshot[] = { { OPT_KERNEL, "--kernel" },
-				      { OPT_CPUS, "--cpus" },
-				      { OPT_MEMORY, "--memory" },
-				      { OPT_CMDLINE, "--cmdline" },
-				      { OPT_PMU, "--pmu" },
-				      { OPT_INITRD, "--initrd" },
-				      { OPT_CPUID_HIDE, "--cpuid-hide" } };
+		} from_snapshot[] = {
+			{ OPT_KERNEL, "--kernel" },	   { OPT_CPUS, "--cpus" }, { OPT_MEMORY, "--memory" },
+			{ OPT_CMDLINE, "--cmdline" },	   { OPT_PMU, "--pmu" },   { OPT_INITRD, "--initrd" },
+			{ OPT_CPUID_HIDE, "--cpuid-hide" }
+		};
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))

@@ -201,8 +201,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		} else {
 			vm_log(vm, "boot protocol %s: %s", boot_proto_name(vm->boot.proto), vm->boot.why);
 			for (unsigned i = 0; i < vm->boot.nr_modules; i++)
-				vm_log(vm, "initrd %u '%s': %" PRIu64 " bytes at 0x%" PRIx64, i, cfg->initrd[i],
-				       vm->boot.mod_len[i], vm->boot.mod_gpa[i]);
+				vm_log(vm, "initrd %u '%s': %" PRIu64 " bytes at 0x%" PRIx64, i,
+				       cfg->initrd[i], vm->boot.mod_len[i], vm->boot.mod_gpa[i]);
 			vm_log(vm,
 			       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
 			       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",

@@ -382,6 +382,7 @@ struct snap {
 	uint32_t nr_vcpus;
 	uint64_t mem_size;
 	bool pmu;
+	uint32_t cpuid_hide; /* CPUID_HIDE_* (optional: 0 when absent) */
 	uint32_t host_kind, tsc_khz;
 	uint64_t host_flags, created_ns; /* CLOCK_REALTIME at the snapshot */
 	const char *kernel, *cmdline, *writer;
@@ -395,6 +396,7 @@ struct snap {
 	struct serial_state serial;
 	struct testdev_counters testdev;
 	struct i8042_state i8042;
+	struct fwcfg fwcfg; /* selector and offset (optional: 0 when absent); the items follow the machine */
 	/* PV PMU capabilities the guest was offered */
 	struct pmu_caps pmu_caps;
 	/* statistics: the VM record's cumulative fields */

@@ -368,5 +368,6 @@ Test(cli, cpuid_hide)
 Test(cli, restore_refuses_boot_options)
 {
 	expect_bad("--initrd cannot be combined with --restore", "--restore", "d", "--initrd", "/m");
-	expect_bad("--cpuid-hide cannot be combined with --restore", "--restore", "d", "--cpuid-hide", "xsave");
+	expect_bad("--cpuid-hide cannot be combined with --restore", "--restore", "d", "--cpuid-hide",
+		   "xsave");
 }
