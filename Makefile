@@ -82,7 +82,8 @@ asan: $(BUILD)/asan/perfvisor $(patsubst %,$(BUILD)/asan/tests/%,$(UNIT_NAMES))
 # minimal guest, as a perfvisor ELF and as a QEMU microvm -bios image, and
 # the statistics benchmark.
 BENCH_OUT := $(BUILD)/bench
-BENCH_BINS := $(BENCH_OUT)/spawn $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minbios.bin $(BENCH_OUT)/stats_bench
+BENCH_BINS := $(BENCH_OUT)/spawn $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minbios.bin $(BENCH_OUT)/minmb.elf \
+	$(BENCH_OUT)/stats_bench
 $(BENCH_OUT)/spawn: bench/spawn.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
@@ -93,6 +94,11 @@ $(BENCH_OUT)/min64.elf: bench/min64.S bench/minguest.h
 	$(Q)mkdir -p $(dir $@) && echo "  AS      $@"
 	$(Q)$(CC) -I. -c $< -o $(BENCH_OUT)/min64.o
 	$(Q)ld -static -nostdlib --build-id=none -z max-page-size=4096 -z noseparate-code -Ttext=0x100000 -o $@ $(BENCH_OUT)/min64.o
+$(BENCH_OUT)/minmb.elf: bench/minmb.S bench/minguest.h
+	$(Q)mkdir -p $(dir $@) && echo "  AS      $@"
+	$(Q)$(CC) -m32 -I. -c $< -o $(BENCH_OUT)/minmb.o
+	$(Q)ld -m elf_i386 -static -nostdlib --build-id=none -z max-page-size=4096 -z noseparate-code -Ttext-segment=0x100000 \
+		-o $@ $(BENCH_OUT)/minmb.o
 $(BENCH_OUT)/minbios.bin: bench/minbios.S bench/minguest.h
 	$(Q)mkdir -p $(dir $@) && echo "  AS      $@"
 	$(Q)$(CC) -m32 -I. -c $< -o $(BENCH_OUT)/minbios.o
@@ -155,7 +161,7 @@ check-testhost: $(INTEGRATION_DEPS)
 
 # The guest instruction check (docs/testing.md): no guest image may hold an
 # instruction that fails on some KVM host, unless tests/guest-check/allow says why.
-GUEST_CHECK_IMAGES = $(GUEST_ELFS) $(BENCH_OUT)/min64.elf
+GUEST_CHECK_IMAGES = $(GUEST_ELFS) $(BOOT_GUEST_ELFS) $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minmb.elf
 guest-check: $(GUEST_CHECK_IMAGES)
 	$(Q)sh tests/guest-check/selftest.sh
 	$(Q)sh tests/guest-check/check.sh tests/guest-check/allow $(GUEST_CHECK_IMAGES)

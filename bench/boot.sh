@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Boot benchmark driver (POSIX sh: it also runs in the busybox test VM).
 # Times exec-to-exit of the same minimal guest under QEMU microvm (the
-# baseline) and perfvisor, and of perfvisor's hello guest, interleaved, then
+# baseline) and perfvisor, of perfvisor's hello guest, and of one multiboot
+# v1 file under QEMU's -kernel and perfvisor, interleaved, then
 # measures perfvisor's RSS beyond the guest memory it touched. Prints a table
 # of ratios against the baseline. Then the statistics benchmark
 # (bench/stats_bench.c) prints its own table. Env: BUILD (build), BENCH_RUNS (20),
@@ -19,7 +20,7 @@ msg='perfvisor bench: min guest up' # bench/minguest.h MIN_MESSAGE
 min_status=33                       # (MIN_EXIT_VALUE << 1) | 1
 mem=64M
 
-for f in "$spawn" "$pv" "$build/bench/min64.elf" "$build/bench/minbios.bin" "$build/bench/stats_bench"; do
+for f in "$spawn" "$pv" "$build/bench/min64.elf" "$build/bench/minbios.bin" "$build/bench/minmb.elf" "$build/bench/stats_bench"; do
 	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
 done
 command -v qemu-system-x86_64 >/dev/null ||
@@ -31,18 +32,26 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 # Timed runs. Both VMMs: 1 vCPU, $mem of RAM, serial to stdout (spawn checks
 # that every run printed the line), debug-exit at 0xf4; QEMU gets its leanest
 # microvm, perfvisor runs without --verbose, doing no more than QEMU does.
+# QEMU's leanest microvm with a serial port and debug-exit; then -bios or -kernel FILE.
+qemu_microvm="qemu-system-x86_64 -enable-kvm -cpu host -smp 1 -m $mem
+	-M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,acpi=off,isa-serial=on
+	-nodefaults -no-user-config -display none -monitor none -serial stdio
+	-device isa-debug-exit,iobase=0xf4,iosize=4"
+# shellcheck disable=SC2086 # $qemu_microvm is a word list
 set -- -n "$runs" -w 1 -d "$tmp" \
-	-l "qemu microvm, min guest" -x "$min_status" -m "$msg" -- \
-	qemu-system-x86_64 -enable-kvm -cpu host -smp 1 -m "$mem" \
-	-M microvm,x-option-roms=off,pit=off,pic=off,rtc=off,acpi=off,isa-serial=on \
-	-nodefaults -no-user-config -display none -monitor none -serial stdio \
-	-bios "$build/bench/minbios.bin" -device isa-debug-exit,iobase=0xf4,iosize=4
+	-l "qemu microvm, min guest" -x "$min_status" -m "$msg" -- $qemu_microvm -bios "$build/bench/minbios.bin"
 set -- "$@" :: -l "perfvisor, min guest" -x "$min_status" -m "$msg" -- \
 	"$pv" run --kernel "$build/bench/min64.elf" --cpus 1 --memory "$mem" --console stdio
 if [ -e "$hello" ]; then
 	set -- "$@" :: -l "perfvisor, hello guest" -x 0 -m "Hello from perfvisor guest (serial)" -- \
 		"$pv" run --kernel "$hello" --cpus 1 --memory "$mem" --console stdio
 fi
+# The same multiboot v1 file (bench/minmb.S, ELF32) through QEMU's -kernel
+# (microvm, its default firmware) and through perfvisor's multiboot loader.
+# shellcheck disable=SC2086
+set -- "$@" :: -l "qemu -kernel, multiboot" -x "$min_status" -m "$msg" -- $qemu_microvm -kernel "$build/bench/minmb.elf"
+set -- "$@" :: -l "perfvisor, multiboot" -x "$min_status" -m "$msg" -- \
+	"$pv" run --kernel "$build/bench/minmb.elf" --cpus 1 --memory "$mem" --console stdio
 echo "bench: $runs interleaved runs of each case (+1 warm-up) ..."
 "$spawn" "$@" >"$tmp/time.tsv"
 
@@ -63,10 +72,12 @@ FILENAME ~ /rss.tsv$/ { m++; rlab[m] = $1; rpeak[m] = $6; rres[m] = $8 }
 END {
 	printf "perfvisor bench — boot (%s)\n", host
 	printf "%-26s %5s %10s %10s %10s %13s   %s\n", "case", "runs", "min ms", "median ms", "p90 ms", "peak RSS KiB", "ratio (median)"
+	for (i = 1; i <= n; i++) if (lab[i] ~ /^qemu -kernel/) mb = i
 	for (i = 1; i <= n; i++) {
 		r = med[i] / med[1]
-		if (i == 1) note = "1.00 (baseline)"
+		if (i == 1 || i == mb) note = "1.00 (baseline)"
 		else if (lab[i] ~ /min guest/) note = sprintf("%.2f (target <= 0.50: %s)", r, r <= 0.5 ? "met" : "MISSED")
+		else if (lab[i] ~ /multiboot/) note = sprintf("%.2f of qemu -kernel, same file", med[i] / med[mb])
 		else note = "- (no QEMU twin)"
 		printf "%-26s %5d %10.1f %10.1f %10.1f %13d   %s\n", lab[i], runs[i], mn[i] / 1000, med[i] / 1000, p90[i] / 1000, rss[i], note
 	}

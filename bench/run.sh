@@ -17,7 +17,7 @@ runs=${BENCH_RUNS:-20}
 case "$runs" in '' | *[!0-9]*) echo "bench: BENCH_RUNS must be a number" >&2; exit 2 ;; esac
 [ "$runs" -ge 20 ] || echo "bench: note: BENCH_RUNS=$runs is below the 20 runs the numbers are meant for" >&2
 
-for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin bench/stats_bench; do
+for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin bench/minmb.elf bench/stats_bench; do
 	[ -e "$build/$f" ] || { echo "bench: $build/$f is missing; run 'make bench'" >&2; exit 1; }
 done
 [ -e "$build/guests/hello.elf" ] || echo "bench: hello guest not built ($build/guests/hello.elf; make guests): it is left out" >&2

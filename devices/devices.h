@@ -78,6 +78,36 @@ void testdev_get_counters(struct testdev *t, struct testdev_counters *out);
 /* Continue counting from saved counters (a restored VM). */
 void testdev_set_counters(struct testdev *t, const struct testdev_counters *in);
 
+/* ---- fw_cfg, QEMU-compatible (traditional I/O interface, no DMA) -------- */
+#define FWCFG_SELECTOR_PORT 0x510 /* 16-bit write: select an item, rewind it */
+#define FWCFG_DATA_PORT 0x511	  /* 8-bit read: the item's next byte */
+
+/* Item keys (QEMU's numbering); any other key reads as zeros. */
+#define FWCFG_SIGNATURE 0x0000 /* "QEMU" */
+#define FWCFG_ID 0x0001	       /* u32 feature bits: FWCFG_ID_TRADITIONAL */
+#define FWCFG_RAM_SIZE 0x0003  /* u64 little-endian: bytes of RAM */
+#define FWCFG_NB_CPUS 0x0005   /* u16 little-endian: vCPUs */
+#define FWCFG_MAX_CPUS 0x000f  /* u16 little-endian: vCPUs (no hotplug) */
+#define FWCFG_FILE_DIR 0x0019  /* u32 big-endian file count (0), then the files */
+#define FWCFG_ID_TRADITIONAL 0x1
+
+/*
+ * The whole device state: a plain struct (no pointers, no lock), so it can
+ * be saved and restored as is. The caller serializes accesses.
+ */
+struct fwcfg {
+	uint16_t selector; /* selected key */
+	uint16_t nr_cpus;
+	uint32_t offset; /* next byte of the selected item */
+	uint64_t ram_size;
+};
+
+void fwcfg_init(struct fwcfg *f, uint16_t nr_cpus, uint64_t ram_size);
+/* A guest write of `key` to the selector port. */
+void fwcfg_select(struct fwcfg *f, uint16_t key);
+/* A guest read of the data port: the selected item's next byte, 0 past its end. */
+uint8_t fwcfg_read(struct fwcfg *f);
+
 /* ---- QEMU-compatible debug exit (port 0xf4) ------------------------------ */
 /* A guest write of `value` stops the VM with status (value << 1) | 1, masked to 8 bits. */
 void debugexit_write(const struct dev_host *host, uint32_t value);

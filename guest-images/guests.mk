@@ -11,7 +11,7 @@ GUEST_CFLAGS := -std=gnu11 -O2 -g -ffreestanding -fno-pic -fno-pie \
 	-fno-stack-protector -mno-red-zone -mgeneral-regs-only -mno-sse -mno-mmx \
 	-fno-asynchronous-unwind-tables -fcf-protection=none \
 	-fno-omit-frame-pointer -fno-tree-loop-distribute-patterns \
-	-Iinclude -I$(GUEST_SRC)/lib $(WARN) -MMD -MP
+	-Iinclude -I$(GUEST_SRC)/lib -I$(GUEST_SRC)/boot $(WARN) -MMD -MP
 GUEST_LDFLAGS := -nostdlib -static -no-pie -Wl,--build-id=none -T $(GUEST_LDS)
 
 GUEST_LIB_OBJS := $(patsubst $(GUEST_SRC)/%.c,$(GUEST_OUT)/obj/%.o,$(wildcard $(GUEST_SRC)/lib/*.c)) \
@@ -33,6 +33,51 @@ $(GUEST_OUT)/%.elf: $(GUEST_OUT)/obj/tests/%.o $(GUEST_LIB_OBJS) $(GUEST_LDS)
 	$(Q)echo "  LD      $@"
 	$(Q)$(CC) $(GUEST_LDFLAGS) -o $@ $< $(GUEST_LIB_OBJS)
 
-guests: $(GUEST_ELFS)
+# Boot-protocol guests (docs/testing.md): guest-images/boot-tests/NAME.c with
+# the runtime, guest-images/boot/boot.c and an entry.S variant, linked as
+# ELF64 (what the guest instruction check reads), then made into the file a
+# loader gets: multiboot.elf (ELF32, loaded by its program headers),
+# multiboot-aout.bin (flat, loaded by the a.out kludge), pvh.elf (ELF64 with
+# a PVH note), linux.bzimage (setup header + the kernel at 1 MiB).
+BOOT_ENTRY_mb := -DBOOT_MULTIBOOT
+BOOT_ENTRY_mbaout := -DBOOT_MULTIBOOT -DBOOT_MB_AOUT
+BOOT_ENTRY_pvh := -DBOOT_PVH
+BOOT_ENTRY_linux := -DBOOT_LINUX
+$(patsubst %,$(GUEST_OUT)/obj/boot/entry-%.o,mb mbaout pvh linux): $(GUEST_OUT)/obj/boot/entry-%.o: $(GUEST_SRC)/boot/entry.S
+	$(Q)mkdir -p $(dir $@)
+	$(Q)echo "  AS      $@"
+	$(Q)$(CC) $(GUEST_CFLAGS) $(BOOT_ENTRY_$*) -c $< -o $@
+
+# $(1) = output, $(2) = test, $(3) = entry variant, $(4) = ELF entry symbol
+define boot_guest
+$(1): $(GUEST_OUT)/obj/boot-tests/$(2).o $(GUEST_OUT)/obj/boot/entry-$(3).o $(GUEST_OUT)/obj/boot/boot.o $(GUEST_LIB_OBJS) $(GUEST_LDS)
+	$$(Q)echo "  LD      $$@"
+	$$(Q)$$(CC) $$(GUEST_LDFLAGS) -Wl,-e,$(4) -o $$@ $$(filter %.o,$$^)
+endef
+$(eval $(call boot_guest,$(GUEST_OUT)/multiboot.elf64,multiboot,mb,boot_entry32))
+$(eval $(call boot_guest,$(GUEST_OUT)/multiboot-aout.elf64,multiboot,mbaout,boot_entry32))
+$(eval $(call boot_guest,$(GUEST_OUT)/pvh.elf,pvh,pvh,boot_entry32))
+$(eval $(call boot_guest,$(GUEST_OUT)/linux.elf64,linux,linux,boot_linux_entry64))
+
+$(GUEST_OUT)/multiboot.elf: $(GUEST_OUT)/multiboot.elf64
+	$(Q)echo "  OBJCOPY $@"
+	$(Q)objcopy -O elf32-i386 $< $@
+$(GUEST_OUT)/multiboot-aout.bin: $(GUEST_OUT)/multiboot-aout.elf64
+	$(Q)echo "  OBJCOPY $@"
+	$(Q)objcopy -O binary $< $@
+$(GUEST_OUT)/linux.bzimage: $(GUEST_OUT)/linux.elf64 $(GUEST_SRC)/boot/bzsetup.S
+	$(Q)echo "  BZIMAGE $@"
+	$(Q)init=$$(nm $< | awk '$$3 == "_end" { print "0x" $$1 }') && \
+		$(CC) -c -DINIT_SIZE="($$init - 0x100000)" $(GUEST_SRC)/boot/bzsetup.S -o $(GUEST_OUT)/obj/boot/bzsetup.o
+	$(Q)objcopy -O binary -j .text $(GUEST_OUT)/obj/boot/bzsetup.o $(GUEST_OUT)/obj/boot/bzsetup.bin
+	$(Q)objcopy -O binary $< $(GUEST_OUT)/obj/boot/linux.payload
+	$(Q)cat $(GUEST_OUT)/obj/boot/bzsetup.bin $(GUEST_OUT)/obj/boot/linux.payload >$@
+
+BOOT_GUEST_FILES := $(GUEST_OUT)/multiboot.elf $(GUEST_OUT)/multiboot-aout.bin $(GUEST_OUT)/pvh.elf \
+	$(GUEST_OUT)/linux.bzimage
+BOOT_GUEST_ELFS := $(GUEST_OUT)/multiboot.elf64 $(GUEST_OUT)/multiboot-aout.elf64 $(GUEST_OUT)/pvh.elf \
+	$(GUEST_OUT)/linux.elf64
+
+guests: $(GUEST_ELFS) $(BOOT_GUEST_FILES)
 
 .PHONY: guests

@@ -11,10 +11,11 @@ set -euo pipefail
 # libclang-rt-dev (libFuzzer for the fuzz targets `make check` runs
 # briefly); and what `make check`'s integration tests run: Prometheus (the
 # server that scrapes the exporter, and promtool) and busybox (its nc and
-# wget talk HTTP).
+# wget talk HTTP); xz-utils, which decompresses the Debian kernel's vmlinux
+# for the boot-protocol tests (tests/integration/debian-kernel.sh).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
 	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format libxxhash-dev clang
-	libclang-rt-dev prometheus busybox-static)
+	libclang-rt-dev prometheus busybox-static xz-utils)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

@@ -16,13 +16,16 @@
 const char cli_run_usage[] =
 	"Usage: perfvisor run --kernel FILE [options]\n"
 	"       perfvisor run --restore DIR [options]\n"
-	"Boot an ELF64 guest (docs/boot.md) on KVM, or continue a snapshot (docs/snapshot.md),\n"
-	"and exit with its status.\n"
+	"Boot a guest on KVM, or continue a snapshot (docs/snapshot.md), and exit with its\n"
+	"status. The kernel's format is detected (docs/boot.md): a Linux bzImage, a multiboot\n"
+	"v1 kernel, an ELF with a PVH note, or an ELF64 guest of perfvisor's own contract.\n"
 	"\n"
-	"  --kernel FILE        guest ELF64 executable (required, unless --restore)\n"
+	"  --kernel FILE        the kernel (required, unless --restore)\n"
+	"  --initrd 'FILE [ARGS]'  a module (multiboot, PVH) or the initrd (Linux); repeatable for\n"
+	"                       multiboot and PVH; a module's command line is the whole value\n"
 	"  --restore DIR        continue the VM saved in snapshot directory DIR: its vCPUs, memory,\n"
-	"                       devices, PV PMU and statistics; --kernel, --cpus, --memory, --cmdline\n"
-	"                       and --pmu come from the snapshot and may not be given\n"
+	"                       devices, PV PMU and statistics; --kernel, --initrd, --cpus, --memory,\n"
+	"                       --cmdline, --cpuid-hide and --pmu come from the snapshot and may not be given\n"
 	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
 	"                       read it into fresh RAM\n"
 	"  --no-memory-check    skip the memory file's checksum (the state file is always checked)\n"
@@ -35,6 +38,7 @@ const char cli_run_usage[] =
 	"  --api-socket PATH    serve the control socket (docs/api.md) at PATH, owner-only\n"
 	"  --name NAME          the VM's name in its statistics and their Prometheus labels\n"
 	"                       (1-63 characters of A-Z a-z 0-9 _ . : -)\n"
+	"  --cpuid-hide LIST    hide CPU features guest ring 0 cannot run on kvm_pvm: xsave, cmpxchg16b\n"
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
@@ -59,7 +63,9 @@ enum {
 	OPT_RESTORE,
 	OPT_RESTORE_MEMORY,
 	OPT_NO_MEMORY_CHECK,
-	OPT_NAME
+	OPT_NAME,
+	OPT_INITRD,
+	OPT_CPUID_HIDE
 };
 
 static const struct option run_options[] = {
@@ -78,6 +84,8 @@ static const struct option run_options[] = {
 	{ "restore-memory", required_argument, NULL, OPT_RESTORE_MEMORY },
 	{ "no-memory-check", no_argument, NULL, OPT_NO_MEMORY_CHECK },
 	{ "name", required_argument, NULL, OPT_NAME },
+	{ "initrd", required_argument, NULL, OPT_INITRD },
+	{ "cpuid-hide", required_argument, NULL, OPT_CPUID_HIDE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -174,6 +182,16 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 	case OPT_NO_MEMORY_CHECK:
 		cfg->restore_no_check = true;
 		return 0;
+	case OPT_INITRD:
+		if (arg[0] == '\0' || arg[0] == ' ')
+			return errbuf_set(err, -EINVAL,
+					  "--initrd needs a file path (then, optionally, arguments)");
+		if (cfg->nr_initrd >= BOOT_MAX_MODULES)
+			return errbuf_set(err, -EINVAL, "at most %u --initrd options", BOOT_MAX_MODULES);
+		cfg->initrd[cfg->nr_initrd++] = arg;
+		return 0;
+	case OPT_CPUID_HIDE:
+		return cpuid_parse_hide(arg, &cfg->cpuid_hide, err);
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
@@ -222,11 +240,11 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 		static const struct {
 			int opt;
 			const char *name;
-		} from_snapshot[] = { { OPT_KERNEL, "--kernel" },
-				      { OPT_CPUS, "--cpus" },
-				      { OPT_MEMORY, "--memory" },
-				      { OPT_CMDLINE, "--cmdline" },
-				      { OPT_PMU, "--pmu" } };
+		} from_snapshot[] = {
+			{ OPT_KERNEL, "--kernel" },	   { OPT_CPUS, "--cpus" }, { OPT_MEMORY, "--memory" },
+			{ OPT_CMDLINE, "--cmdline" },	   { OPT_PMU, "--pmu" },   { OPT_INITRD, "--initrd" },
+			{ OPT_CPUID_HIDE, "--cpuid-hide" }
+		};
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))

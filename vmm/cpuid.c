@@ -133,3 +133,75 @@ const struct kvm_cpuid_entry2 *cpuid_find(const struct kvm_cpuid2 *c, uint32_t f
 	}
 	return NULL;
 }
+
+static const struct {
+	const char *name;
+	unsigned bit;
+} hide_names[] = {
+	{ "xsave", CPUID_HIDE_XSAVE },
+	{ "cmpxchg16b", CPUID_HIDE_CX16 },
+};
+
+int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err)
+{
+	const char *p = list;
+
+	*mask = 0;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		bool found = false;
+
+		for (size_t i = 0; i < sizeof(hide_names) / sizeof(hide_names[0]); i++)
+			if (strlen(hide_names[i].name) == n && !strncmp(p, hide_names[i].name, n)) {
+				*mask |= hide_names[i].bit;
+				found = true;
+			}
+		if (!found)
+			return errbuf_set(err, -EINVAL,
+					  "--cpuid-hide: unknown feature '%.*s' (known: xsave, cmpxchg16b)",
+					  (int)n, p);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	if (!*mask)
+		return errbuf_set(err, -EINVAL, "--cpuid-hide needs a feature list (xsave, cmpxchg16b)");
+	return 0;
+}
+
+/* Leaf 1 ECX: FMA (12), CX16 (13), XSAVE (26), OSXSAVE (27), AVX (28), F16C (29). */
+#define L1_ECX_CX16 (1u << 13)
+#define L1_ECX_XSAVE_FAMILY ((1u << 12) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 29))
+/* Leaf 7.0: AVX2 and the AVX-512 family in EBX, ECX and EDX, AMX in EDX; leaf 7.1 EAX: AVX-VNNI, BF16. */
+#define L7_EBX_XSAVE_FAMILY                                                                        \
+	((1u << 5) | (1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) | \
+	 (1u << 30) | (1u << 31))
+#define L7_ECX_XSAVE_FAMILY ((1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14))
+#define L7_EDX_XSAVE_FAMILY \
+	((1u << 2) | (1u << 3) | (1u << 8) | (1u << 22) | (1u << 23) | (1u << 24) | (1u << 25))
+#define L71_EAX_XSAVE_FAMILY ((1u << 4) | (1u << 5))
+
+void cpuid_hide(struct kvm_cpuid2 *c, unsigned mask)
+{
+	for (unsigned i = 0; i < c->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &c->entries[i];
+
+		if (e->function == 1) {
+			if (mask & CPUID_HIDE_CX16)
+				e->ecx &= ~L1_ECX_CX16;
+			if (mask & CPUID_HIDE_XSAVE)
+				e->ecx &= ~L1_ECX_XSAVE_FAMILY;
+		}
+		if (!(mask & CPUID_HIDE_XSAVE))
+			continue;
+		if (e->function == 7 && e->index == 0) {
+			e->ebx &= ~L7_EBX_XSAVE_FAMILY;
+			e->ecx &= ~L7_ECX_XSAVE_FAMILY;
+			e->edx &= ~L7_EDX_XSAVE_FAMILY;
+		} else if (e->function == 7 && e->index == 1) {
+			e->eax &= ~L71_EAX_XSAVE_FAMILY;
+		} else if (e->function == 0xd) {
+			e->eax = e->ebx = e->ecx = e->edx = 0;
+		}
+	}
+}

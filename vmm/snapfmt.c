@@ -163,6 +163,10 @@ static void w_devices(struct fdtw *w, const struct snap *s)
 	w_u32(w, "obf", s->i8042.obf);
 	w_u32(w, "out", s->i8042.out);
 	w_end(w);
+	w_begin(w, "fw_cfg@510");
+	w_u32(w, "selector", s->fwcfg.selector);
+	w_u32(w, "offset", s->fwcfg.offset);
+	w_end(w);
 	w_end(w);
 }
 
@@ -181,6 +185,7 @@ static void w_tree(struct fdtw *w, const struct snap *s)
 	w_u32(w, "vcpus", s->nr_vcpus);
 	w_u64(w, "memory-size", s->mem_size);
 	w_u32(w, "pmu", s->pmu);
+	w_u32(w, "cpuid-hide", s->cpuid_hide);
 	w_u32(w, "host-kind", s->host_kind);
 	w_u64(w, "host-flags", s->host_flags);
 	w_u32(w, "tsc-khz", s->tsc_khz);
@@ -339,6 +344,14 @@ static uint32_t r_u32(struct fdtr *r, int node, const char *name, uint32_t max)
 		return 0;
 	}
 	return v;
+}
+
+/* A property added within format 1: `def` when an older writer left it out. */
+static uint32_t r_u32_opt(struct fdtr *r, int node, const char *name, uint32_t max, uint32_t def)
+{
+	if (r->rc || !fdt_getprop(r->blob, node, name, NULL))
+		return def;
+	return r_u32(r, node, name, max);
 }
 
 static uint64_t r_u64(struct fdtr *r, int node, const char *name)
@@ -546,6 +559,12 @@ static void r_devices(struct fdtr *r, struct snap *s)
 	s->i8042.out = (uint8_t)r_u32(r, node, "out", 0xff);
 	if (!r->rc && !i8042_state_valid(&s->i8042))
 		r_fail(r, "pending", "not a command the i8042 waits on");
+	/* fw_cfg came within format 1: a snapshot without it had its reset state. */
+	node = r->rc ? -1 : fdt_subnode_offset(r->blob, devs, "fw_cfg@510");
+	if (node >= 0) {
+		s->fwcfg.selector = (uint16_t)r_u32(r, node, "selector", 0xffff);
+		s->fwcfg.offset = r_u32(r, node, "offset", UINT32_MAX);
+	}
 }
 
 static void r_pmu_caps(struct fdtr *r, struct snap *s)
@@ -580,6 +599,7 @@ static void r_machine(struct fdtr *r, struct snap *s)
 	if (!r->rc && gmem_check_size(s->mem_size, &sizeerr))
 		r_fail(r, "memory-size", sizeerr.msg);
 	s->pmu = r_u32(r, node, "pmu", 1);
+	s->cpuid_hide = r_u32_opt(r, node, "cpuid-hide", CPUID_HIDE_XSAVE | CPUID_HIDE_CX16, 0);
 	s->host_kind = r_u32(r, node, "host-kind", ~0u);
 	s->host_flags = r_u64(r, node, "host-flags");
 	s->tsc_khz = r_u32(r, node, "tsc-khz", ~0u);

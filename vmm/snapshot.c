@@ -198,6 +198,7 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 	s->nr_vcpus = vm->nr_vcpus;
 	s->mem_size = vm->mem.size;
 	s->pmu = vm->cfg.pmu;
+	s->cpuid_hide = vm->cfg.cpuid_hide;
 	s->host_kind = vm->kvm_host.kind;
 	s->host_flags = vm->kvm_host.flags;
 	s->tsc_khz = vm->tsc_khz;
@@ -214,6 +215,9 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 	serial_save(vm->serial, &s->serial);
 	testdev_get_counters(vm->testdev, &s->testdev);
 	i8042_save(vm->i8042, &s->i8042);
+	pthread_mutex_lock(&vm->fwcfg_lock);
+	s->fwcfg = vm->fwcfg;
+	pthread_mutex_unlock(&vm->fwcfg_lock);
 	if (s->pmu)
 		s->pmu_caps = vm->pmu.caps;
 	save_stats(vm, PV_STATS_RECORD_VM, 0, &s->vm_stats);
@@ -358,6 +362,7 @@ int vm_restore_load(struct vm *vm, struct errbuf *err)
 	vm->cfg.nr_cpus = s->nr_vcpus;
 	vm->cfg.mem_size = s->mem_size;
 	vm->cfg.pmu = s->pmu;
+	vm->cfg.cpuid_hide = s->cpuid_hide;
 	vm->cfg.kernel = s->kernel;
 	vm->cfg.cmdline = s->cmdline;
 	return 0;
@@ -524,6 +529,9 @@ int vm_restore_state(struct vm *vm, struct errbuf *err)
 	serial_restore(vm->serial, &s->serial);
 	testdev_set_counters(vm->testdev, &s->testdev);
 	i8042_restore(vm->i8042, &s->i8042);
+	/* The items follow this machine (CPUs, RAM); the guest's place in them comes back. */
+	fwcfg_select(&vm->fwcfg, s->fwcfg.selector);
+	vm->fwcfg.offset = s->fwcfg.offset;
 	return 0;
 }
 

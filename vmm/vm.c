@@ -153,8 +153,13 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = console_init(&vm->console, &vm->cfg, err);
 	/* configure */
-	if (!rc && !restore)
-		rc = loader_load_elf_file(cfg->kernel, &vm->mem, PV_RESERVED_END, &vm->kernel, err);
+	if (!rc && !restore) {
+		struct boot_config bc = { cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
+					  cfg->nr_cpus };
+
+		rc = boot_load(&vm->mem, &bc, &vm->boot, err);
+		vm->kernel = vm->boot.kernel;
+	}
 	if (!rc)
 		rc = vm_devices_create(vm, err);
 	if (!rc)
@@ -162,7 +167,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = vm_setup_vcpus(vm, err);
 	if (!rc && !restore)
-		rc = x86_setup_boot_area(vm, err);
+		rc = vm->boot.proto == BOOT_PROTO_ELF64 ? x86_setup_boot_area(vm, err)
+							: x86_setup_firmware_state(vm, err);
 	if (!rc && !restore)
 		rc = x86_setup_bsp(vm, &vm->vcpus[0], err);
 	if (!rc && restore)
@@ -189,15 +195,20 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 
 		host_describe(&vm->kvm_host, host, sizeof(host));
 		vm_log(vm, "host: %s", host);
-		if (restore)
+		if (restore) {
 			vm_log(vm, "restored %s (kernel %s): %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
 			       cfg->restore, vm->cfg.kernel, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
-		else
+		} else {
+			vm_log(vm, "boot protocol %s: %s", boot_proto_name(vm->boot.proto), vm->boot.why);
+			for (unsigned i = 0; i < vm->boot.nr_modules; i++)
+				vm_log(vm, "initrd %u '%s': %" PRIu64 " bytes at 0x%" PRIx64, i,
+				       cfg->initrd[i], vm->boot.mod_len[i], vm->boot.mod_gpa[i]);
 			vm_log(vm,
 			       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
 			       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
 			       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low,
 			       vm->kernel.high, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
+		}
 	}
 	*out = vm;
 	return 0;

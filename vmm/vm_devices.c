@@ -91,6 +91,24 @@ static int debugexit_io(void *opaque, struct bus_access *a)
 	return 0;
 }
 
+static int fwcfg_io(void *opaque, struct bus_access *a)
+{
+	struct vm *vm = opaque;
+
+	pthread_mutex_lock(&vm->fwcfg_lock);
+	if (a->is_write && a->offset == 0) {
+		fwcfg_select(&vm->fwcfg, (uint16_t)access_value(a));
+	} else if (!a->is_write && a->offset == 1) {
+		/* A wider read takes that many bytes of the item, in order. */
+		for (uint32_t i = 0; i < a->len; i++)
+			a->data[i] = fwcfg_read(&vm->fwcfg);
+	} else if (!a->is_write) {
+		memset(a->data, 0xff, a->len);
+	} /* data writes are ignored, as by QEMU since 2.4 */
+	pthread_mutex_unlock(&vm->fwcfg_lock);
+	return 0;
+}
+
 static int i8042_io(void *opaque, struct bus_access *a)
 {
 	uint16_t port = (uint16_t)a->addr;
@@ -117,6 +135,10 @@ int vm_devices_create(struct vm *vm, struct errbuf *err)
 	serial_host = vm->host;
 	serial_host.set_irq = serial_set_irq;
 
+	fwcfg_init(&vm->fwcfg, (uint16_t)vm->nr_vcpus, vm->mem.size);
+	if (pthread_mutex_init(&vm->fwcfg_lock, NULL))
+		return errbuf_set(err, -ENOMEM, "out of memory creating devices");
+	vm->fwcfg_lock_ok = true;
 	if (serial_create(&vm->serial, &serial_host) || testdev_create(&vm->testdev, &vm->host) ||
 	    i8042_create(&vm->i8042, &vm->host))
 		return errbuf_set(err, -ENOMEM, "out of memory creating devices");
@@ -129,6 +151,8 @@ int vm_devices_create(struct vm *vm, struct errbuf *err)
 		rc = bus_register(&vm->bus, BUS_PIO, PV_DEBUG_EXIT_PORT, 4, debugexit_io, vm, "debug_exit",
 				  err);
 	if (!rc)
+		rc = bus_register(&vm->bus, BUS_PIO, FWCFG_SELECTOR_PORT, 2, fwcfg_io, vm, "fw_cfg", err);
+	if (!rc)
 		rc = bus_register(&vm->bus, BUS_PIO, I8042_DATA, 1, i8042_io, vm->i8042, "i8042_data", err);
 	if (!rc)
 		rc = bus_register(&vm->bus, BUS_PIO, I8042_CMD, 1, i8042_io, vm->i8042, "i8042_cmd", err);
@@ -140,6 +164,9 @@ void vm_devices_destroy(struct vm *vm)
 	serial_destroy(vm->serial);
 	testdev_destroy(vm->testdev);
 	i8042_destroy(vm->i8042);
+	if (vm->fwcfg_lock_ok)
+		pthread_mutex_destroy(&vm->fwcfg_lock);
+	vm->fwcfg_lock_ok = false;
 	vm->serial = NULL;
 	vm->testdev = NULL;
 	vm->i8042 = NULL;

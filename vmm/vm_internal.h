@@ -127,12 +127,16 @@ struct vm {
 	int fd;
 	struct gmem mem;
 	struct loader_info kernel;
+	struct boot_result boot; /* the kernel's protocol and entry state (boot.c) */
 	struct bus bus;
 	struct console console;
 	struct dev_host host;
 	struct serial *serial;
 	struct testdev *testdev;
 	struct i8042 *i8042;
+	struct fwcfg fwcfg; /* plain state; accesses under fwcfg_lock */
+	pthread_mutex_t fwcfg_lock;
+	bool fwcfg_lock_ok;
 	struct ratelimit unhandled_rl[BUS_NR_SPACES]; /* one per space: a port flood cannot hide MMIO */
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
@@ -174,6 +178,8 @@ void kvmsys_close(struct kvm_sys *k);
 int x86_setup_boot_area(struct vm *vm, struct errbuf *err);
 int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err);
 int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err);
+/* firmware.c: PIC and PIT as a PC firmware leaves them (multiboot, PVH, Linux guests). */
+int x86_setup_firmware_state(struct vm *vm, struct errbuf *err);
 
 /* console.c */
 int console_init(struct console *c, const struct vm_config *cfg, struct errbuf *err);

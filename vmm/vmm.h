@@ -111,24 +111,139 @@ void gmem_fini(struct gmem *m);
 /* Host pointer for [gpa, gpa+len) if it lies entirely in RAM, else NULL. Any thread. */
 void *gmem_hva(const struct gmem *m, uint64_t gpa, uint64_t len);
 
-/* ---- loader ------------------------------------------------------------- */
+/* ---- loaders (loader.c, loader_mb.c, loader_linux.c) ------------------- */
 struct loader_info {
 	uint64_t entry;
 	uint64_t low, high; /* lowest and highest+1 guest-physical address loaded */
 	unsigned nr_segments;
 };
 
+/* loader_load_elf_flags() flags */
+#define LOADER_ELF_ANY_CLASS (1u << 0) /* ELF32 i386 too; the entry may be found by p_vaddr */
+#define LOADER_ELF_NO_ENTRY (1u << 1)  /* the entry comes from elsewhere (a PVH note) */
+
 /*
  * Load a static ELF64 x86-64 executable image (in memory) into guest RAM at
  * its segments' physical addresses. Segments must lie inside RAM at or above
  * `reserved_end`, and the entry point inside a loaded executable segment.
  * Returns 0 or -ENOEXEC/-EINVAL/-E2BIG with a message naming the problem.
+ * Pure (guest memory only); any thread.
  */
 int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t reserved_end,
 		    struct loader_info *info, struct errbuf *err);
-/* Read `path` and load it as above. -ENOENT/-EACCES/... with a message. */
+/* The same with LOADER_ELF_* flags. */
+int loader_load_elf_flags(const void *image, size_t size, struct gmem *mem, uint64_t reserved_end,
+			  unsigned flags, struct loader_info *info, struct errbuf *err);
+/* Read `path` and load it with loader_load_elf(). -ENOENT/-EACCES/... with a message. */
 int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_end, struct loader_info *info,
 			 struct errbuf *err);
+/* The file starts with the ELF magic. */
+bool loader_is_elf(const void *image, size_t size);
+/*
+ * The entry of an ELF's PVH note (XEN_ELFNOTE_PHYS32_ENTRY, in a PT_NOTE
+ * segment): 1 and *entry, 0 if there is none (or the file is no readable
+ * ELF), -ENOEXEC with a message if a note segment is malformed.
+ */
+int loader_elf_pvh_entry(const void *image, size_t size, uint64_t *entry, struct errbuf *err);
+/*
+ * Read a whole regular file of at most `max` bytes into a malloc'd buffer.
+ * `what` names it in messages ("kernel", "initrd"). 0 or -errno with a message.
+ */
+int loader_read_file(const char *path, const char *what, uint64_t max, void **buf, size_t *len,
+		     struct errbuf *err);
+/* Prefix err's message with "WHAT 'PATH': ". */
+void loader_prefix_error(struct errbuf *err, const char *what, const char *path);
+
+struct mb_header;
+/* The first valid multiboot v1 header (magic, checksum) in the first 8 KiB: 1 and its offset, or 0. */
+int loader_find_multiboot(const void *image, size_t size, struct mb_header *hdr, uint32_t *offset);
+/*
+ * Load a multiboot v1 kernel: by the header's addresses (a.out kludge) or by
+ * the ELF's PT_LOADs, at or above 1 MiB. 0 or -ENOEXEC/-EINVAL/-E2BIG.
+ */
+int loader_load_multiboot(const void *image, size_t size, struct gmem *mem, struct loader_info *info,
+			  struct errbuf *err);
+
+/* What the Linux loader learnt from the setup header. */
+struct loader_linux {
+	uint8_t hdr[128]; /* the setup header as in the file (hdr_len bytes), for boot_params */
+	uint32_t hdr_len;
+	uint16_t version;	  /* boot protocol, e.g. 0x020f */
+	uint64_t entry64;	  /* the 64-bit entry */
+	uint64_t kernel_end;	  /* the kernel may use RAM up to here (init_size) */
+	uint32_t initrd_addr_max; /* highest address the initrd may end at (inclusive) */
+	uint32_t cmdline_size;	  /* longest command line, without the NUL */
+	struct loader_info info;
+};
+
+/* "HdrS" at 0x202: a Linux kernel with a setup header. */
+bool loader_is_bzimage(const void *image, size_t size);
+/*
+ * Check a bzImage's setup header (boot protocol >= 2.12, loaded high, a
+ * 64-bit entry) and copy its protected-mode part to 1 MiB. 0 or
+ * -ENOEXEC/-E2BIG with a message.
+ */
+int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct loader_linux *out,
+		      struct errbuf *err);
+
+/* ---- boot protocols (boot.c, boot_info.c, acpi.c) ------------------------- */
+enum boot_proto {
+	BOOT_PROTO_ELF64,     /* perfvisor's own contract (docs/boot.md) */
+	BOOT_PROTO_MULTIBOOT, /* multiboot v1 */
+	BOOT_PROTO_PVH,	      /* ELF with a Xen PVH entry note */
+	BOOT_PROTO_LINUX,     /* Linux bzImage, 64-bit boot protocol */
+};
+
+/* "elf64", "multiboot", "pvh", "linux". */
+const char *boot_proto_name(enum boot_proto p);
+
+#define BOOT_MAX_MODULES 16
+
+/* The boot vCPU's state at entry, as the protocol defines it (applied by x86.c). */
+struct boot_cpu {
+	bool long_mode; /* else 32-bit protected mode, paging off */
+	uint64_t rip, rsp, rax, rbx, rsi, rdi;
+	uint16_t cs, ds, tr; /* selectors in the entry GDT */
+	uint64_t gdt_gpa, cr3;
+	uint16_t gdt_limit;
+};
+
+struct boot_config {
+	const char *kernel;
+	const char *cmdline;
+	const char *const *modules; /* --initrd values: "PATH [ARGS...]" */
+	unsigned nr_modules;
+	unsigned nr_cpus;
+};
+
+struct boot_result {
+	enum boot_proto proto;
+	char why[256]; /* for --verbose: which protocol and why */
+	struct loader_info kernel;
+	struct boot_cpu cpu;
+	unsigned nr_modules;
+	uint64_t mod_gpa[BOOT_MAX_MODULES], mod_len[BOOT_MAX_MODULES];
+};
+
+/*
+ * Read the kernel, find its format (bzImage, multiboot v1, PVH note, ELF64:
+ * in that order, as QEMU's -kernel), load it and its modules, and for all
+ * but ELF64 write the protocol's boot information, the memory map and the
+ * ACPI tables (docs/boot.md). ELF64's boot area is x86_setup_boot_area()'s.
+ * Returns 0 or -errno with one line naming the file and the problem.
+ * Pure (guest memory only); setup thread.
+ */
+int boot_load(struct gmem *mem, const struct boot_config *cfg, struct boot_result *out, struct errbuf *err);
+
+/* The identity map of the first 4 GiB with 2 MiB pages at pml4 (4 pages of PDs follow the PDPT). */
+void boot_identity_map(struct gmem *mem, uint64_t pml4);
+
+/*
+ * ACPI tables for nr_cpus CPUs (APIC id = index) and the IOAPIC: RSDP
+ * (revision 0) at `rsdp`, then RSDT and MADT, all inside [rsdp, end).
+ * Returns 0 or -ENOSPC. Pure.
+ */
+int acpi_build(struct gmem *mem, uint64_t rsdp, uint64_t end, unsigned nr_cpus);
 
 /* ---- configuration and command line ------------------------------------ */
 enum console_kind {
@@ -149,6 +264,9 @@ struct vm_config {
 	const char *api_socket;	  /* control socket path, NULL = none */
 	const char *name;	  /* the VM's name (stats header, Prometheus label), NULL = none */
 	bool pmu;		  /* the paravirtual PMU (default on) */
+	const char *initrd[BOOT_MAX_MODULES]; /* --initrd values, in order */
+	unsigned nr_initrd;
+	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
 	bool verbose;
 	const char *restore;   /* --restore DIR: continue a snapshot instead of booting a kernel */
 	bool restore_read;     /* --restore-memory read: read the memory file in (default: map it) */
@@ -201,6 +319,16 @@ struct kvm_cpuid_entry2;
  */
 int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct kvm_cpuid2 *out,
 		unsigned cap);
+/*
+ * --cpuid-hide: features a host cannot run in guest ring 0 (kvm_pvm's
+ * emulator lacks them), hidden so a kernel does not use them.
+ */
+#define CPUID_HIDE_XSAVE (1u << 0) /* XSAVE, OSXSAVE, leaf 0xD, and what needs them (AVX...) */
+#define CPUID_HIDE_CX16 (1u << 1)  /* CMPXCHG16B */
+/* Parse "xsave,cmpxchg16b" into CPUID_HIDE_* bits: 0, or -EINVAL with the bad name in err. */
+int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err);
+/* Clear the features of `mask` in c (after cpuid_build). Pure. */
+void cpuid_hide(struct kvm_cpuid2 *c, unsigned mask);
 /* The vendor in leaf 0 is AMD (or Hygon, its licensee). */
 bool cpuid_is_amd(const struct kvm_cpuid2 *c);
 /* The entry for (function, index) as the CPU would answer it, or NULL. */
@@ -255,6 +383,7 @@ struct snap {
 	uint32_t nr_vcpus;
 	uint64_t mem_size;
 	bool pmu;
+	uint32_t cpuid_hide; /* CPUID_HIDE_* (optional: 0 when absent) */
 	uint32_t host_kind, tsc_khz;
 	uint64_t host_flags, created_ns; /* CLOCK_REALTIME at the snapshot */
 	const char *kernel, *cmdline, *writer;
@@ -268,6 +397,7 @@ struct snap {
 	struct serial_state serial;
 	struct testdev_counters testdev;
 	struct i8042_state i8042;
+	struct fwcfg fwcfg; /* selector and offset (optional: 0 when absent); the items follow the machine */
 	/* PV PMU capabilities the guest was offered */
 	struct pmu_caps pmu_caps;
 	/* statistics: the VM record's cumulative fields */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * x86 boot state (docs/boot.md): the flat GDT, the identity-mapping page
- * tables, the boot info block and command line in the VMM-reserved low
- * area, the boot vCPU's long-mode registers, and each vCPU's CPUID.
+ * x86 boot state (docs/boot.md): for the ELF64 contract the flat GDT, the
+ * identity-mapping page tables, the boot info block and command line in the
+ * VMM-reserved low area; for every protocol the boot vCPU's registers as
+ * boot.c asks, and each vCPU's CPUID.
  */
 #include "vm_internal.h"
 
@@ -26,10 +27,6 @@
 #define EFER_LME (1ULL << 8)
 #define EFER_LMA (1ULL << 10)
 #define EFER_NXE (1ULL << 11)
-
-#define PTE_P (1ULL << 0)
-#define PTE_RW (1ULL << 1)
-#define PTE_PS (1ULL << 7)
 
 /* GDT: null, 64-bit code (0x08), data (0x10), 64-bit TSS (0x18, 16 bytes). */
 static const uint64_t boot_gdt[] = {
@@ -61,15 +58,9 @@ int x86_setup_boot_area(struct vm *vm, struct errbuf *err)
 		return errbuf_set(err, -EINVAL, "command line longer than %u bytes", PV_CMDLINE_MAX - 1);
 
 	memcpy(boot_ptr(vm, PV_GDT_GPA, sizeof(boot_gdt)), boot_gdt, sizeof(boot_gdt));
-
 	/* Identity map of the first 4 GiB with 2 MiB pages: 4 PDs of 512 entries. */
-	memset(pml4, 0, 4096);
-	memset(pdpt, 0, 4096);
-	pml4[0] = PV_PDPT_GPA | PTE_P | PTE_RW;
-	for (uint64_t i = 0; i < 4; i++)
-		pdpt[i] = (PV_PD_GPA + i * 4096) | PTE_P | PTE_RW;
-	for (uint64_t i = 0; i < 4 * 512; i++)
-		pd[i] = (i << 21) | PTE_P | PTE_RW | PTE_PS;
+	_Static_assert(PV_PDPT_GPA == PV_PML4_GPA + 4096 && PV_PD_GPA == PV_PML4_GPA + 2 * 4096, "layout");
+	boot_identity_map(&vm->mem, PV_PML4_GPA);
 
 	memset(bi, 0, sizeof(*bi));
 	bi->magic = PV_BOOTINFO_MAGIC;
@@ -109,39 +100,52 @@ static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code
 	s->g = 1;
 }
 
+/* The boot vCPU as the protocol asks (vm->boot.cpu): long mode, or 32-bit protected mode without paging. */
 int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
 {
+	const struct boot_cpu *bc = &vm->boot.cpu;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
 
 	if (ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0)
 		return errbuf_set(err, -errno, "vCPU 0: KVM_GET_SREGS: %s", strerror(errno));
-	set_seg(&sregs.cs, PV_BOOT_CS, 0xb, true);
-	set_seg(&sregs.ds, PV_BOOT_DS, 0x3, false);
+	set_seg(&sregs.cs, bc->cs, 0xb, bc->long_mode);
+	set_seg(&sregs.ds, bc->ds, 0x3, false);
 	sregs.es = sregs.fs = sregs.gs = sregs.ss = sregs.ds;
 	memset(&sregs.tr, 0, sizeof(sregs.tr));
-	sregs.tr.selector = 0x18;
+	sregs.tr.selector = bc->tr;
 	sregs.tr.limit = 0x67;
-	sregs.tr.type = 0xb;
+	sregs.tr.type = 0xb; /* busy TSS: 64-bit in long mode, 32-bit otherwise */
 	sregs.tr.present = 1;
 	memset(&sregs.ldt, 0, sizeof(sregs.ldt));
 	sregs.ldt.type = 0x2;
 	sregs.ldt.unusable = 1;
-	sregs.gdt.base = PV_GDT_GPA;
-	sregs.gdt.limit = sizeof(boot_gdt) - 1;
+	sregs.gdt.base = bc->gdt_gpa;
+	sregs.gdt.limit = bc->gdt_limit;
 	sregs.idt.base = 0;
 	sregs.idt.limit = 0;
-	sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_PG;
-	sregs.cr3 = PV_PML4_GPA;
-	sregs.cr4 = CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT;
-	sregs.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
+	if (bc->long_mode) {
+		sregs.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_PG;
+		sregs.cr3 = bc->cr3;
+		sregs.cr4 = CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT;
+		sregs.efer = EFER_SCE | EFER_LME | EFER_LMA | EFER_NXE;
+	} else {
+		sregs.cr0 = CR0_PE | CR0_ET;
+		sregs.cr3 = 0;
+		sregs.cr4 = 0;
+		sregs.efer = 0;
+	}
 	if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0)
-		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_SREGS (long mode): %s", strerror(errno));
+		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_SREGS (%s): %s",
+				  bc->long_mode ? "long mode" : "32-bit protected mode", strerror(errno));
 
 	memset(&regs, 0, sizeof(regs));
-	regs.rip = vm->kernel.entry;
-	regs.rsp = PV_BOOT_STACK_TOP;
-	regs.rdi = PV_BOOTINFO_GPA;
+	regs.rip = bc->rip;
+	regs.rsp = bc->rsp;
+	regs.rax = bc->rax;
+	regs.rbx = bc->rbx;
+	regs.rsi = bc->rsi;
+	regs.rdi = bc->rdi;
 	regs.rflags = 0x2;
 	if (ioctl(v->fd, KVM_SET_REGS, &regs) < 0)
 		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_REGS: %s", strerror(errno));
@@ -163,6 +167,7 @@ int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
 		free(c);
 		return errbuf_set(err, rc, "vCPU %u: CPUID: more leaves than expected", v->index);
 	}
+	cpuid_hide(c, vm->cfg.cpuid_hide);
 	vm_pmu_cpuid(vm, c);
 	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0) {
 		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));

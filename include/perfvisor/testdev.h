@@ -10,7 +10,13 @@
 
 #include <stdint.h>
 
-#define PV_TESTDEV_PORT 0x0510	  /* 4-byte OUT: gpa of a struct pv_ucall */
+/*
+ * 0x520, not QEMU's fw_cfg ports: fw_cfg owns 0x510-0x511 (and its DMA
+ * register 0x514-0x51b), and perfvisor offers fw_cfg there (docs/boot.md).
+ * Until December 2026 the test device was at 0x510; guests built for that
+ * must be rebuilt.
+ */
+#define PV_TESTDEV_PORT 0x0520	  /* 4-byte OUT: gpa of a struct pv_ucall */
 #define PV_DEBUG_EXIT_PORT 0x00f4 /* QEMU isa-debug-exit: status (v<<1)|1 */
 
 #define PV_UCALL_MAGIC 0x4c4c4143u /* "CALL" */

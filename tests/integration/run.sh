@@ -8,6 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 
+# The Debian kernel the boot-protocol tests boot: fetched on this machine
+# (the test host has no network), cached in $build/debian-kernel. If this
+# fails, the debian-kernel test fails and says so.
+bash tests/integration/debian-kernel.sh "$build" || true
+
 if [ -c /dev/kvm ] && [ -z "${PERFVISOR_FORCE_TESTHOST:-}" ]; then
 	exec sh tests/integration/tests.sh "$build"
 fi

@@ -51,7 +51,9 @@ cp /bin/busybox "$r/bin/busybox"
 for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko; do
 	cp "$mods/$m" "$r/mod/"
 done
+# Of the Debian kernel (tests/integration/debian-kernel.sh) only the bzImage goes in.
 (cd "$root" && tar cf - --exclude="${build#"$root"/}/testhost" --exclude='*.o' --exclude='*.d' --exclude='*.a' \
+	--exclude="${build#"$root"/}/debian-kernel/cache" --exclude="${build#"$root"/}/debian-kernel/vmlinux" \
 	"${build#"$root"/}" tests bench scripts) | tar xf - -C "$r/work"
 for f in ${TESTHOST_EXTRA:-}; do
 	mkdir -p "$r$(dirname "$f")"

@@ -356,3 +356,45 @@ Test(cli, restore_refuses_what_the_snapshot_sets)
 	expect_bad("--restore-memory and --no-memory-check need --restore", "--kernel", "k",
 		   "--restore-memory", "map");
 }
+
+Test(cli, initrd_repeatable_in_order)
+{
+	int rc = PARSE("--kernel", "k", "--initrd", "/a/mod0 x=1 y", "--initrd", "/b/mod1");
+
+	cr_assert_eq(rc, 0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_initrd, 2);
+	cr_assert_str_eq(cfg.initrd[0], "/a/mod0 x=1 y");
+	cr_assert_str_eq(cfg.initrd[1], "/b/mod1");
+}
+
+Test(cli, initrd_bad)
+{
+	char *argv[3 + 2 * (BOOT_MAX_MODULES + 1) + 1] = { "run", "--kernel", "k" };
+	int n = 3;
+
+	expect_bad("--initrd needs a file path", "--kernel", "k", "--initrd", "");
+	expect_bad("--initrd needs a file path", "--kernel", "k", "--initrd", " args");
+	for (unsigned i = 0; i <= BOOT_MAX_MODULES; i++) {
+		argv[n++] = "--initrd";
+		argv[n++] = "m";
+	}
+	argv[n] = NULL;
+	cr_assert_eq(parse_argv(argv), -EINVAL);
+	assert_msg_has("at most 16 --initrd options");
+}
+
+Test(cli, cpuid_hide)
+{
+	cr_assert_eq(PARSE("--kernel", "k", "--cpuid-hide", "xsave,cmpxchg16b"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.cpuid_hide, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
+	cr_assert_eq(PARSE("--kernel", "k"), 0);
+	cr_assert_eq(cfg.cpuid_hide, 0, "nothing hidden by default");
+	expect_bad("--cpuid-hide: unknown feature 'sse'", "--kernel", "k", "--cpuid-hide", "sse");
+}
+
+Test(cli, restore_refuses_boot_options)
+{
+	expect_bad("--initrd cannot be combined with --restore", "--restore", "d", "--initrd", "/m");
+	expect_bad("--cpuid-hide cannot be combined with --restore", "--restore", "d", "--cpuid-hide",
+		   "xsave");
+}

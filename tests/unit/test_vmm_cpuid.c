@@ -209,3 +209,57 @@ Test(cpuid, too_small_output)
 	free(out);
 	free(sup);
 }
+
+/* ---- --cpuid-hide ---------------------------------------------------------- */
+
+static const struct leaf hide_leaves[] = {
+	{ 0x1, 0, 0, 0x000906ea, 0x00800800, 0xf7fa3203, 0x178bfbff },
+	{ 0x7, 0, SIG, 0, 0xffffffff, 0xffffffff, 0xffffffff },
+	{ 0x7, 1, SIG, 0xffffffff, 0, 0, 0 },
+	{ 0xd, 0, SIG, 0xe7, 0x240, 0xa80, 0 },
+	{ 0xd, 1, SIG, 0xf, 0, 0, 0 },
+};
+
+Test(cpuid, hide_xsave_family)
+{
+	struct kvm_cpuid2 *c = make(hide_leaves, sizeof(hide_leaves) / sizeof(hide_leaves[0]));
+
+	cpuid_hide(c, CPUID_HIDE_XSAVE);
+	cr_assert_eq(get(c, 1, 0)->ecx & (1u << 26 | 1u << 27 | 1u << 28), 0, "XSAVE, OSXSAVE, AVX cleared");
+	cr_assert_neq(get(c, 1, 0)->ecx & (1u << 13), 0, "CX16 kept");
+	cr_assert_eq(get(c, 7, 0)->ebx & (1u << 5 | 1u << 16), 0, "AVX2, AVX512F cleared");
+	cr_assert_neq(get(c, 7, 0)->ebx & 1u, 0, "FSGSBASE kept");
+	cr_assert_eq(get(c, 7, 1)->eax & (1u << 4), 0, "AVX-VNNI cleared");
+	cr_assert_eq(get(c, 0xd, 0)->eax, 0);
+	cr_assert_eq(get(c, 0xd, 1)->eax, 0, "XSAVEOPT/XSAVEC/XSAVES cleared");
+	free(c);
+}
+
+Test(cpuid, hide_cx16_only)
+{
+	struct kvm_cpuid2 *c = make(hide_leaves, sizeof(hide_leaves) / sizeof(hide_leaves[0]));
+
+	cpuid_hide(c, CPUID_HIDE_CX16);
+	cr_assert_eq(get(c, 1, 0)->ecx, 0xf7fa3203u & ~(1u << 13));
+	cr_assert_eq(get(c, 0xd, 0)->eax, 0xe7, "leaf 0xD untouched");
+	cpuid_hide(c, 0);
+	cr_assert_eq(get(c, 1, 0)->ecx, 0xf7fa3203u & ~(1u << 13), "mask 0 changes nothing");
+	free(c);
+}
+
+Test(cpuid, parse_hide)
+{
+	struct errbuf e;
+	unsigned m = 99;
+
+	cr_assert_eq(cpuid_parse_hide("xsave", &m, &e), 0);
+	cr_assert_eq(m, CPUID_HIDE_XSAVE);
+	cr_assert_eq(cpuid_parse_hide("cmpxchg16b,xsave", &m, &e), 0);
+	cr_assert_eq(m, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
+	cr_assert_eq(cpuid_parse_hide("xsave,avx", &m, &e), -EINVAL);
+	cr_assert(strstr(e.msg, "unknown feature 'avx' (known: xsave, cmpxchg16b)"), "%s", e.msg);
+	cr_assert_eq(cpuid_parse_hide("xsav", &m, &e), -EINVAL, "no prefix matches");
+	cr_assert_eq(cpuid_parse_hide("", &m, &e), -EINVAL);
+	cr_assert(strstr(e.msg, "needs a feature list"), "%s", e.msg);
+	cr_assert_eq(cpuid_parse_hide(",", &m, &e), -EINVAL);
+}

@@ -68,6 +68,8 @@ static struct snap *sample(unsigned n)
 	memcpy(s->serial.rx, "abc", 3);
 	s->testdev = (struct testdev_counters){ 5, 4, 0, 0, 1 };
 	s->i8042 = (struct i8042_state){ .ctr = 5, .pending = 0x60 };
+	s->fwcfg = (struct fwcfg){ .selector = 0x19, .offset = 3 };
+	s->cpuid_hide = CPUID_HIDE_XSAVE | CPUID_HIDE_CX16;
 	pmu_caps_init(&s->pmu_caps);
 	pmu_caps_set_available(&s->pmu_caps, PV_PMU_EV_TASK_CLOCK);
 	s->vm_stats.n = 1;
@@ -175,6 +177,9 @@ Test(snapfmt, round_trip)
 	cr_assert_eq(memcmp(&p->serial, &s->serial, sizeof(p->serial)), 0);
 	cr_assert_eq(memcmp(&p->testdev, &s->testdev, sizeof(p->testdev)), 0);
 	cr_assert_eq(memcmp(&p->i8042, &s->i8042, sizeof(p->i8042)), 0);
+	cr_assert_eq(p->fwcfg.selector, 0x19);
+	cr_assert_eq(p->fwcfg.offset, 3);
+	cr_assert_eq(p->cpuid_hide, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
 	cr_assert(memcmp(&p->pmu_caps, &s->pmu_caps, sizeof(p->pmu_caps)) == 0);
 	cr_assert_eq(p->vm_stats.n, 1);
 	cr_assert_str_eq(p->vm_stats.s[0].name, "exits_total");
@@ -358,6 +363,31 @@ Test(snapfmt, wrong_sizes_and_values)
 	set_and_expect(blob, len, "/vcpu@1/pmu", "global-ctrl", &other, 8, "GLOBAL_CTRL enables a counter");
 	free(blob);
 	free(s);
+}
+
+/* fw_cfg and cpuid-hide came within format 1: a snapshot without them reads as their reset state. */
+Test(snapfmt, fwcfg_and_cpuid_hide_are_optional)
+{
+	struct snap *s = sample(1), *p = calloc(1, sizeof(*p));
+	struct errbuf err;
+	size_t len;
+	void *blob = build(s, &len), *c = editable(blob, len);
+	uint32_t bad = 4;
+
+	cr_assert_eq(fdt_del_node(c, node(c, "/devices/fw_cfg@510")), 0);
+	cr_assert_eq(fdt_delprop(c, node(c, "/machine"), "cpuid-hide"), 0);
+	cr_assert_eq(snap_parse(c, resum(c), p, &err), 0, "%s", err.msg);
+	cr_assert_eq(p->fwcfg.selector, 0);
+	cr_assert_eq(p->fwcfg.offset, 0);
+	cr_assert_eq(p->cpuid_hide, 0);
+	set_and_expect(blob, len, "/machine", "cpuid-hide", &(uint32_t){ cpu_to_fdt32(bad) }, 4,
+		       "value out of range");
+	set_and_expect(blob, len, "/devices/fw_cfg@510", "selector", &(uint32_t){ cpu_to_fdt32(0x10000) }, 4,
+		       "value out of range");
+	free(c);
+	free(blob);
+	free(s);
+	free(p);
 }
 
 Test(snapfmt, vcpu_nodes_must_match_the_count)

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Fetch the Debian kernel the integration tests boot, once, into
+# BUILD/debian-kernel/: `apt-get download` of the linux-image package that
+# linux-image-amd64 points to, unpacked with dpkg-deb; then its vmlinuz
+# (a bzImage) and, decompressed from the bzImage's payload, its vmlinux
+# (an ELF with a PVH note; --single-stream: the kernel appends its size after the xz stream: kvm_pvm boots that one, its emulated ring 0
+# being too slow for the decompressor). Prints what it has; exit 1 with one
+# line saying why if it cannot. Usage: tests/integration/debian-kernel.sh [BUILD]
+set -euo pipefail
+build=${1:-build}
+dir=$build/debian-kernel
+mkdir -p "$dir/cache"
+
+if [ ! -s "$dir/vmlinuz" ]; then
+	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1)
+	if [ -z "$pkg" ]; then
+		apt-get update -qq >/dev/null 2>&1 || true
+		pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1)
+	fi
+	[ -n "$pkg" ] || { echo "debian-kernel: apt-cache knows no linux-image-amd64 (apt-get update?)" >&2; exit 1; }
+	rm -f "$dir/cache/"*.deb
+	(cd "$dir/cache" && timeout 600 apt-get download -q "$pkg" >/dev/null 2>"$PWD/apt.err") ||
+		{ echo "debian-kernel: apt-get download $pkg failed: $(tail -n 1 "$dir/cache/apt.err")" >&2; exit 1; }
+	rm -rf "$dir/cache/root"
+	dpkg-deb -x "$dir/cache/"*.deb "$dir/cache/root"
+	k=$(ls "$dir/cache/root/boot/"vmlinuz-* | head -n 1)
+	cp "$k" "$dir/vmlinuz.tmp" && mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
+	basename "$(ls "$dir/cache/"*.deb)" >"$dir/package"
+	rm -rf "$dir/cache/root" "$dir/vmlinux"
+fi
+if [ ! -s "$dir/vmlinux" ]; then
+	# The compressed payload: after the setup sectors, at payload_offset for payload_length bytes.
+	u() { od -An -t "u$2" -j "$1" -N "$2" "$dir/vmlinuz" | tr -d ' '; }
+	setup=$(( ($(u $((0x1f1)) 1) + 1) * 512 ))
+	off=$(u $((0x248)) 4); len=$(u $((0x24c)) 4)
+	dd if="$dir/vmlinuz" iflag=skip_bytes,count_bytes skip=$((setup + off)) count="$len" status=none |
+		xz -dc --single-stream >"$dir/vmlinux.tmp" 2>/dev/null ||
+		{ echo "debian-kernel: cannot decompress the payload of $dir/vmlinuz with xz" >&2; rm -f "$dir/vmlinux.tmp"; exit 1; }
+	mv "$dir/vmlinux.tmp" "$dir/vmlinux"
+fi
+echo "debian-kernel: $(cat "$dir/package"): $dir/vmlinuz ($(wc -c <"$dir/vmlinuz") bytes), $dir/vmlinux ($(wc -c <"$dir/vmlinux") bytes)"
