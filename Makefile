@@ -49,14 +49,20 @@ $(1)/obj/%.o: %.c | $(DEPS_STAMP)
 	$$(Q)$$(CC) $$(CFLAGS_BASE) $(2) -c $$< -o $$@
 
 $(foreach c,$(COMPONENTS),
-$(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c,$$(wildcard $(c)/*.c)))
+$(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c stats/exporter.c,$$(wildcard $(c)/*.c)))
 	$$(Q)echo "  AR      $$@"
 	$$(Q)rm -f $$@ && ar rcs $$@ $$^
 )
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) $$(LIBS_vmm) -lmicrohttpd $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) $$(LIBS_vmm) $$(LDLIBS)
+
+# `perfvisor exporter` execs this sibling: only it links libmicrohttpd (and
+# the GnuTLS stack that comes with it), so perfvisor run starts without them.
+$(1)/perfvisor-exporter: $(1)/obj/stats/exporter.o $(1)/libstats.a $(1)/libutil.a
+	$$(Q)echo "  LD      $$@"
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/stats/exporter.o -L$(1) -lstats -lutil -lmicrohttpd -ljansson $$(LDLIBS)
 
 # Unit tests: tests/unit/test_<component>[_*].c, linked with that
 # component and its declared dependencies only.
@@ -71,8 +77,8 @@ endef
 $(eval $(call host_variant,$(BUILD),))
 $(eval $(call host_variant,$(BUILD)/asan,$(SAN_FLAGS)))
 
-host: $(BUILD)/perfvisor $(patsubst %,$(BUILD)/tests/%,$(UNIT_NAMES))
-asan: $(BUILD)/asan/perfvisor $(patsubst %,$(BUILD)/asan/tests/%,$(UNIT_NAMES))
+host: $(BUILD)/perfvisor $(BUILD)/perfvisor-exporter $(patsubst %,$(BUILD)/tests/%,$(UNIT_NAMES))
+asan: $(BUILD)/asan/perfvisor $(BUILD)/asan/perfvisor-exporter $(patsubst %,$(BUILD)/asan/tests/%,$(UNIT_NAMES))
 
 # ---------------------------------------------------------------- guests
 -include guest-images/guests.mk

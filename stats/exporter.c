@@ -410,3 +410,9 @@ int stats_cmd_exporter(int argc, char **argv)
 	fprintf(stderr, "perfvisor exporter: stopped by signal %s\n", strsignal(sig));
 	return 0;
 }
+
+/* The perfvisor-exporter binary, which `perfvisor exporter` execs (argv[0] "exporter"). */
+int main(int argc, char **argv)
+{
+	return stats_cmd_exporter(argc, argv);
+}

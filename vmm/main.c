@@ -4,6 +4,7 @@
  * vmm/ API, and turns errors into one message and an exit status. Nothing
  * else lives here.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -145,6 +146,32 @@ static int cmd_host(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * The exporter is a binary of its own next to this one (build/ or wherever
+ * both are installed): it links libmicrohttpd and GnuTLS, which a VM must
+ * not pay for at every start. exec keeps the PID.
+ */
+static int cmd_exporter(char **argv)
+{
+	char self[4096], path[4200];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	char *slash;
+
+	if (n <= 0) {
+		fprintf(stderr, "perfvisor exporter: cannot find perfvisor's own path: %s\n",
+			strerror(errno));
+		return PV_EXIT_VMM_ERROR;
+	}
+	self[n] = '\0';
+	slash = strrchr(self, '/');
+	snprintf(path, sizeof(path), "%.*s/perfvisor-exporter", slash ? (int)(slash - self) : 1,
+		 slash ? self : ".");
+	execv(path, argv);
+	fprintf(stderr, "perfvisor exporter: cannot run %s (it is installed next to perfvisor): %s\n", path,
+		strerror(errno));
+	return PV_EXIT_VMM_ERROR;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -160,7 +187,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "stats-check"))
 		return stats_cmd_check(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "exporter"))
-		return stats_cmd_exporter(argc - 1, argv + 1);
+		return cmd_exporter(argv + 1);
 	if (!strcmp(argv[1], "host"))
 		return cmd_host(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))
