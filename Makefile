@@ -17,8 +17,9 @@ DEPS_pmu := util
 DEPS_vmm := devices stats pmu util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for
-# snapshot memory I/O, jansson for the control socket.
-LIBS_vmm := -lfdt -lxxhash -luring -ljansson
+# snapshot memory I/O, jansson for the control socket, libseccomp for the
+# per-thread filters.
+LIBS_vmm := -lfdt -lxxhash -luring -ljansson -lseccomp
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
@@ -121,6 +122,9 @@ $(BUILD)/tests/jsoncheck: tests/integration/jsoncheck.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -ljansson
 
+$(BUILD)/tests/apiclients: tests/integration/apiclients.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $<
 $(BUILD)/tests/fdtset: tests/integration/fdtset.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -lfdt -lxxhash
@@ -156,7 +160,7 @@ abi-compat: $(ABI_COMPAT)
 	$(Q)for t in $(ABI_COMPAT); do out=$$(timeout 120 $$t 2>&1) || { echo "FAIL $$t"; echo "$$out" | tail -n 20; exit 1; }; \
 		echo "ok   $$t: $$(echo "$$out" | grep -a Synthesis | tail -n 1)"; done
 
-INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(BUILD)/tests/apiclients $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 integration: $(INTEGRATION_DEPS)
 	$(Q)bash tests/integration/run.sh
 

@@ -27,9 +27,15 @@ int util_api_connect(const char *path, struct errbuf *err)
 	if (fd < 0)
 		return errbuf_set(err, -errno, "socket: %s", strerror(errno));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int rc = errbuf_set(err, -errno,
-				    "cannot connect to %s: %s (is a VM running with --api-socket %s?)", path,
-				    strerror(errno), path);
+		/* Only a missing or dead socket means "no VM"; a permission error is the user's. */
+		int rc = errno == EACCES || errno == EPERM
+				 ? errbuf_set(err, -errno,
+					      "cannot connect to %s: %s (the socket is its owner's only)",
+					      path, strerror(errno))
+				 : errbuf_set(
+					   err, -errno,
+					   "cannot connect to %s: %s (is a VM running with --api-socket %s?)",
+					   path, strerror(errno), path);
 
 		close(fd);
 		return rc;

@@ -33,11 +33,13 @@ static int fill_addr(struct sockaddr_un *sa, const char *path, struct errbuf *er
 int api_init(struct api *api, const char *path, struct errbuf *err)
 {
 	struct sockaddr_un sa;
+	struct stat st;
 	mode_t old;
 	int rc, probe;
 
 	memset(api, 0, sizeof(*api));
 	api->listen_fd = -1;
+	api->reserve_fd = -1;
 	for (int i = 0; i < API_MAX_CLIENTS; i++)
 		api->client[i].fd = -1;
 	if (!path)
@@ -45,7 +47,11 @@ int api_init(struct api *api, const char *path, struct errbuf *err)
 	rc = fill_addr(&sa, path, err);
 	if (rc)
 		return rc;
-	/* A live VM answers on the path: refuse. A dead one left a stale file: replace it. */
+	/* Something else at the path (a file given by mistake) is never deleted. */
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return errbuf_set(err, -EEXIST,
+				  "--api-socket %s exists and is not a socket: refusing to replace it", path);
+	/* A live VM answers on the path: refuse. A dead one left a stale socket: replace it. */
 	probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 		close(probe);
@@ -70,6 +76,7 @@ int api_init(struct api *api, const char *path, struct errbuf *err)
 		return rc;
 	}
 	api->path = path;
+	api->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -82,7 +89,9 @@ void api_fini(struct api *api)
 		close(api->listen_fd);
 		unlink(api->path);
 	}
-	api->listen_fd = -1;
+	if (api->reserve_fd >= 0)
+		close(api->reserve_fd);
+	api->listen_fd = api->reserve_fd = -1;
 }
 
 /* Send one JSON line, with an fd attached if fd >= 0. Frees reply. */
@@ -274,14 +283,52 @@ int api_pollfds(struct api *api, struct pollfd *p, int max)
 	return n;
 }
 
+/*
+ * Out of file descriptors, accept4 fails and the connection stays queued:
+ * poll would report it at once, forever. Give up the reserve fd, take the
+ * connection, tell it why and close it, then take the reserve back.
+ */
+static int api_accept(struct api *api)
+{
+	int cfd = accept4(api->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (cfd >= 0 || (errno != EMFILE && errno != ENFILE) || api->reserve_fd < 0)
+		return cfd;
+	close(api->reserve_fd);
+	cfd = accept4(api->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (cfd >= 0) {
+		api->bad_requests++;
+		api_send(cfd, api_error("perfvisor is out of file descriptors: try again later"), -1);
+		close(cfd);
+	}
+	api->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	return -1;
+}
+
+/* Close clients that sent nothing for API_IDLE_TIMEOUT_MS: each holds one of the few slots. */
+static void api_expire(struct api *api, uint64_t now)
+{
+	for (int i = 0; i < API_MAX_CLIENTS; i++) {
+		struct api_client *c = &api->client[i];
+
+		if (c->fd < 0 || now - c->last_ns < API_IDLE_TIMEOUT_MS * 1000000ULL)
+			continue;
+		api_send(c->fd,
+			 api_error("closing the connection: no request for %d s", API_IDLE_TIMEOUT_MS / 1000),
+			 -1);
+		api_drop(c);
+	}
+}
+
 void api_service(struct vm *vm, const struct pollfd *p, int n)
 {
 	struct api *api = &vm->api;
+	uint64_t now = util_now_ns();
 
 	if (n == 0)
 		return;
 	if (p[0].revents & POLLIN) {
-		int cfd = accept4(api->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		int cfd = api_accept(api);
 		int slot = -1;
 
 		for (int i = 0; i < API_MAX_CLIENTS && cfd >= 0; i++)
@@ -295,9 +342,13 @@ void api_service(struct vm *vm, const struct pollfd *p, int n)
 		} else if (cfd >= 0) {
 			api->client[slot].fd = cfd;
 			api->client[slot].len = 0;
+			api->client[slot].last_ns = now;
 		}
 	}
 	for (int i = 1; i < n; i++)
-		if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+		if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
+			api->client[i - 1].last_ns = now;
 			api_read_client(vm, &api->client[i - 1]);
+		}
+	api_expire(api, util_now_ns());
 }

@@ -40,6 +40,8 @@ const char cli_run_usage[] =
 	"                       (1-63 characters of A-Z a-z 0-9 _ . : -)\n"
 	"  --cpuid-hide LIST    hide CPU features guest ring 0 cannot run on kvm_pvm: xsave, cmpxchg16b\n"
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
+	"  --seccomp on|log|off per-thread system call filters (docs/security.md): on stops the VM\n"
+	"                       at a denied call, log only has the kernel log it (default on)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
 	"\n"
@@ -65,7 +67,8 @@ enum {
 	OPT_NO_MEMORY_CHECK,
 	OPT_NAME,
 	OPT_INITRD,
-	OPT_CPUID_HIDE
+	OPT_CPUID_HIDE,
+	OPT_SECCOMP
 };
 
 static const struct option run_options[] = {
@@ -86,6 +89,7 @@ static const struct option run_options[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "initrd", required_argument, NULL, OPT_INITRD },
 	{ "cpuid-hide", required_argument, NULL, OPT_CPUID_HIDE },
+	{ "seccomp", required_argument, NULL, OPT_SECCOMP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -168,6 +172,16 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 			return errbuf_set(err, -EINVAL, "--pmu must be on or off (got '%s')", arg);
 		cfg->pmu = !strcmp(arg, "on");
 		return 0;
+	case OPT_SECCOMP:
+		if (!strcmp(arg, "on"))
+			cfg->seccomp = SECCOMP_ON;
+		else if (!strcmp(arg, "log"))
+			cfg->seccomp = SECCOMP_LOG;
+		else if (!strcmp(arg, "off"))
+			cfg->seccomp = SECCOMP_OFF;
+		else
+			return errbuf_set(err, -EINVAL, "--seccomp must be on, log or off (got '%s')", arg);
+		return 0;
 	case OPT_RESTORE:
 		if (arg[0] == '\0')
 			return errbuf_set(err, -EINVAL, "--restore needs a snapshot directory");
@@ -195,6 +209,14 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
+}
+
+static const char *option_name(int opt)
+{
+	for (const struct option *o = run_options; o->name; o++)
+		if (o->val == opt)
+			return o->name;
+	return "?";
 }
 
 int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out)
@@ -227,6 +249,10 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 			return errbuf_set(err, -EINVAL,
 					  "option '%s' needs a value (see perfvisor run --help)",
 					  argv[optind - 1]);
+		/* The last of two values silently winning hides a mistake; --initrd is a list. */
+		if (opt != OPT_INITRD && opt < OPT_KERNEL + 32 && (given & (1u << (opt - OPT_KERNEL))))
+			return errbuf_set(err, -EINVAL, "--%s is given twice (see perfvisor run --help)",
+					  option_name(opt));
 		rc = parse_one(opt, optarg, cfg, err);
 		if (rc)
 			return rc;

@@ -23,10 +23,18 @@ int console_init(struct console *c, const struct vm_config *cfg, struct errbuf *
 	case CONSOLE_NONE:
 		return 0;
 	case CONSOLE_FILE:
-		c->fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		/*
+		 * Non-blocking open: a FIFO without a reader is an error (ENXIO), not
+		 * a hang before the signals are served; writes block again after.
+		 */
+		c->fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+		if (c->fd < 0 && errno == ENXIO)
+			return errbuf_set(err, -ENXIO, "console '%s' is a FIFO that nobody reads",
+					  cfg->console_path);
 		if (c->fd < 0)
 			return errbuf_set(err, -errno, "cannot open console file '%s': %s", cfg->console_path,
 					  strerror(errno));
+		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
 		c->owned = true;
 		return 0;
 	}

@@ -169,10 +169,10 @@ static int check_phdr(const Elf64_Phdr *ph, unsigned i, size_t size, const struc
 				  i, (uint64_t)ph->p_filesz, (uint64_t)ph->p_offset);
 	if (!in_bounds(ph->p_paddr, ph->p_memsz, mem->size))
 		return errbuf_set(err, -E2BIG,
-				  "ELF segment %u at 0x%" PRIx64 "-0x%" PRIx64
-				  " lies outside guest memory (%" PRIu64 " MiB); use a larger --memory",
-				  i, (uint64_t)ph->p_paddr, (uint64_t)(ph->p_paddr + ph->p_memsz),
-				  mem->size >> 20);
+				  "ELF segment %u at 0x%" PRIx64 " (0x%" PRIx64
+				  " bytes) lies outside guest memory (%" PRIu64
+				  " MiB); use a larger --memory",
+				  i, (uint64_t)ph->p_paddr, (uint64_t)ph->p_memsz, mem->size >> 20);
 	if (ph->p_paddr < reserved_end)
 		return errbuf_set(err, -EINVAL,
 				  "ELF segment %u at 0x%" PRIx64 " overlaps the VMM boot area [0, 0x%" PRIx64
@@ -322,7 +322,8 @@ int loader_read_file(const char *path, const char *what, uint64_t max, void **ou
 
 	*out = NULL;
 	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Non-blocking: a FIFO (or a device) must be refused below, not wait forever in open(). */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return errbuf_set(err, -errno, "cannot open %s '%s': %s", what, path, strerror(errno));
 	if (fstat(fd, &st) < 0) {

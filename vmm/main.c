@@ -45,15 +45,18 @@ static int cmd_run(int argc, char **argv)
 		return PV_EXIT_USAGE;
 	}
 	/*
-	 * Block SIGINT/SIGTERM everywhere; vm_run() takes them from a signalfd.
-	 * A shell starts background jobs with SIGINT ignored, and an ignored
-	 * signal never reaches the signalfd: restore the default first.
+	 * The signals that stop the VM cleanly (vm_stop_signals: INT, TERM,
+	 * HUP, QUIT, ALRM, USR2) are blocked everywhere; vm_run() takes them
+	 * from a signalfd. A shell starts background jobs with SIGINT ignored,
+	 * and an ignored signal never reaches the signalfd: restore the default
+	 * first. SIGPIPE is ignored: a closed console or client is an EPIPE to
+	 * handle, not the end of the VM (docs/security.md, "Signals").
 	 */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
+	vm_stop_signals(&sigs);
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&sigs, s) == 1)
+			signal(s, SIG_DFL);
+	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	rc = vm_create(&vm, &cfg, &err);

@@ -275,6 +275,10 @@ static void *vcpu_thread(void *arg)
 	tls_run = v->run;
 	if (vm_pmu_vcpu_start(v, &err))
 		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
+	/* The filter goes on before the first KVM_RUN, and the main thread's before any vCPU runs. */
+	else if (seccomp_install(vm->cfg.seccomp, SECCOMP_THREAD_VCPU, v->index, &err))
+		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
+	vm_wait_start_gate(vm);
 	while (!atomic_load(&vm->stopping)) {
 		uint64_t t0;
 

@@ -25,6 +25,15 @@
 /* The main thread refreshes the VM record (uptime, totals) this often. */
 #define VM_STATS_VM_PERIOD_MS 100 /* three pages below the BIOS area, unused by guests */
 
+void vm_stop_signals(sigset_t *s)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR2 };
+
+	sigemptyset(s);
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
+		sigaddset(s, stop[i]);
+}
+
 void vm_log(struct vm *vm, const char *fmt, ...)
 {
 	char line[512];
@@ -342,6 +351,14 @@ void vm_pause(struct vm *vm)
 	pthread_mutex_unlock(&vm->stop_lock);
 }
 
+void vm_wait_start_gate(struct vm *vm)
+{
+	pthread_mutex_lock(&vm->stop_lock);
+	while (!vm->start_gate && !atomic_load(&vm->stopping))
+		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
+	pthread_mutex_unlock(&vm->stop_lock);
+}
+
 void vm_on_parked_vcpus(struct vm *vm, void (*fn)(struct vcpu *v, void *arg), void *arg)
 {
 	bool busy = true;
@@ -399,16 +416,21 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	sigset_t sigs;
 	int sfd, rc = 0;
 
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
+	vm_stop_signals(&sigs);
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (sfd < 0)
 		return errbuf_set(why, PV_EXIT_VMM_ERROR, "signalfd: %s", strerror(errno));
 
-	/* start */
+	/* start: every vCPU thread loads its seccomp filter, then the main thread its own, then they run */
+	rc = seccomp_prepare(why);
 	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
 		rc = vcpu_start(&vm->vcpus[i], why);
+	if (!rc)
+		rc = seccomp_install(vm->cfg.seccomp, SECCOMP_THREAD_MAIN, 0, why);
+	pthread_mutex_lock(&vm->stop_lock);
+	vm->start_gate = true;
+	pthread_cond_broadcast(&vm->pause_cond);
+	pthread_mutex_unlock(&vm->stop_lock);
 	if (rc)
 		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", why->msg);
 	else

@@ -107,15 +107,19 @@ struct kvm_sys {
 
 #define API_MAX_CLIENTS 8
 
+#define API_IDLE_TIMEOUT_MS 10000 /* a client silent this long is closed: it holds a slot */
+
 struct api_client {
 	int fd; /* -1 = free */
 	size_t len;
+	uint64_t last_ns; /* connected or last request */
 	char buf[4096];
 };
 
 /* The control socket (api.c); served by the main thread only. */
 struct api {
-	int listen_fd; /* -1 = no --api-socket */
+	int listen_fd;	/* -1 = no --api-socket */
+	int reserve_fd; /* /dev/null, given up to accept and refuse a client when out of fds */
 	const char *path;
 	struct api_client client[API_MAX_CLIENTS];
 	uint64_t requests, bad_requests;
@@ -167,6 +171,7 @@ struct vm {
 	void *restored_blob;
 	int restored_memfd;  /* the snapshot's memory file until RAM is set up, else -1 */
 	uint64_t created_ns; /* util_now_ns() at vm_create, for the restore timing */
+	bool start_gate;     /* every thread has its seccomp filter: the vCPUs may run; under stop_lock */
 	bool first_run_logged;
 };
 
@@ -255,6 +260,21 @@ void vm_pause(struct vm *vm);
 void vm_resume(struct vm *vm);
 /* vCPU thread: park while the VM is paused. */
 void vm_park_vcpu(struct vcpu *v);
+
+/* seccomp.c (docs/security.md) */
+enum seccomp_thread {
+	SECCOMP_THREAD_MAIN,
+	SECCOMP_THREAD_VCPU,
+};
+/* Before any filter: the SIGSYS handler that reports a denied call, and its table of names. */
+int seccomp_prepare(struct errbuf *err);
+/* Load the calling thread's filter (SECCOMP_OFF: only name the thread). */
+int seccomp_install(enum seccomp_mode mode, enum seccomp_thread which, unsigned index, struct errbuf *err);
+/* How many system calls (and ioctl requests) a thread's list allows: for docs and the bench. */
+unsigned seccomp_allowed_count(enum seccomp_thread which, unsigned *ioctls);
+
+/* vm.c: a vCPU thread with its filter waits here until the main thread has its own. */
+void vm_wait_start_gate(struct vm *vm);
 
 /* vm.c: a restored VM's first KVM_RUN (vCPU 0): log how long the restore took, once. */
 void vm_log_first_run(struct vm *vm, uint64_t now);

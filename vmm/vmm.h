@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 
 #include "devices/devices.h"
@@ -246,6 +247,13 @@ void boot_identity_map(struct gmem *mem, uint64_t pml4);
 int acpi_build(struct gmem *mem, uint64_t rsdp, uint64_t end, unsigned nr_cpus);
 
 /* ---- configuration and command line ------------------------------------ */
+/* --seccomp: the per-thread system call filters (docs/security.md). */
+enum seccomp_mode {
+	SECCOMP_ON = 0, /* the default: a denied call stops the VM with a message */
+	SECCOMP_LOG,	/* allow, but the kernel logs what a filter would deny (audit, dmesg) */
+	SECCOMP_OFF,
+};
+
 enum console_kind {
 	CONSOLE_STDIO,
 	CONSOLE_FILE,
@@ -258,12 +266,13 @@ struct vm_config {
 	uint64_t mem_size;
 	const char *cmdline;
 	enum console_kind console;
-	const char *console_path; /* CONSOLE_FILE */
-	bool stdin_input;	  /* feed stdin to the UART */
-	uint64_t timeout_ms;	  /* 0 = none */
-	const char *api_socket;	  /* control socket path, NULL = none */
-	const char *name;	  /* the VM's name (stats header, Prometheus label), NULL = none */
-	bool pmu;		  /* the paravirtual PMU (default on) */
+	const char *console_path;  /* CONSOLE_FILE */
+	bool stdin_input;	   /* feed stdin to the UART */
+	uint64_t timeout_ms;	   /* 0 = none */
+	const char *api_socket;	   /* control socket path, NULL = none */
+	const char *name;	   /* the VM's name (stats header, Prometheus label), NULL = none */
+	bool pmu;		   /* the paravirtual PMU (default on) */
+	enum seccomp_mode seccomp; /* --seccomp on|log|off (default on) */
 	const char *initrd[BOOT_MAX_MODULES]; /* --initrd values, in order */
 	unsigned nr_initrd;
 	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
@@ -476,9 +485,16 @@ struct vm;
  */
 int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err);
 /*
- * Run until the guest finishes, a signal (SIGINT/SIGTERM) or the timeout.
+ * The signals that stop a VM cleanly, with a message and exit status 128+N:
+ * SIGINT, SIGTERM, SIGHUP (a closed terminal), SIGQUIT, SIGALRM, SIGUSR2.
+ * They must be blocked in every thread before vm_create (main.c does).
+ * SIGUSR1 is perfvisor's own vCPU kick: from outside it changes nothing.
+ */
+void vm_stop_signals(sigset_t *s);
+/*
+ * Run until the guest finishes, a stop signal (vm_stop_signals) or the timeout.
  * Returns the exit status (>= 0, see PV_EXIT_*) and a reason in err.
- * Main thread only; SIGINT/SIGTERM must be blocked in all threads.
+ * Main thread only; the stop signals must be blocked in all threads.
  */
 int vm_run(struct vm *vm, struct errbuf *why);
 /* Join, close and free everything. NULL is a no-op. */

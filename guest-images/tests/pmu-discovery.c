@@ -2,7 +2,8 @@
 /*
  * pmu-discovery: the PV PMU's CPUID leaves and event bitmaps. Default: the
  * leaves are present and sane, hypervisor and software events are
- * available, class-0 availability matches `expect_hw=0|1` (if given).
+ * available (unavailable and refused with `expect_sw=0`, for a host that
+ * cannot open them), class-0 availability matches `expect_hw=0|1` (if given).
  * `expect_absent` (perfvisor run --pmu off): no leaves, the MSRs #GP.
  */
 #include "guest.h"
@@ -90,11 +91,23 @@ static void check_bitmaps(const struct pvpmu_info *in)
 	ok = range_is(PV_PMU_EV_EXITS_MSR_WRITE + 1, 0xbf, 0, false, &bad);
 	report(ok, "undefined hypervisor ids 0x8b..0xbf unavailable (first bad 0x%x)", ok ? 0 : bad);
 
-	/* Class 1: host software events. */
-	ok = range_is(PV_PMU_EV_TASK_CLOCK, PV_PMU_EV_MAJOR_FAULTS, 0, true, &bad);
-	report(ok, "software events 0x40..0x45 available (first missing 0x%x)", ok ? 0 : bad);
-	ok = range_is(PV_PMU_EV_TASK_CLOCK, PV_PMU_EV_MAJOR_FAULTS, 1, true, &bad);
-	report(ok, "software events can sample");
+	/* Class 1: host software events (expect_sw=0: a host that may not open them, e.g. not root). */
+	if (cmdline_has("expect_sw") && cmdline_get_u64("expect_sw", 1) == 0) {
+		int vec;
+
+		ok = range_is(PV_PMU_EV_TASK_CLOCK, PV_PMU_EV_MAJOR_FAULTS, 0, false, &bad);
+		report(ok, "expect_sw=0: software events 0x40..0x45 unavailable (first available 0x%x)",
+		       ok ? 0 : bad);
+		vec = wrmsr_safe(PV_PMU_MSR_CFG(0),
+				 PV_PMU_EV_TASK_CLOCK | PV_PMU_CFG_USR | PV_PMU_CFG_OS | PV_PMU_CFG_EN);
+		report(vec == GP, "CFG = task-clock|EN where the host cannot back it: %s", vec_name(vec));
+		wrmsr(PV_PMU_MSR_CFG(0), 0);
+	} else {
+		ok = range_is(PV_PMU_EV_TASK_CLOCK, PV_PMU_EV_MAJOR_FAULTS, 0, true, &bad);
+		report(ok, "software events 0x40..0x45 available (first missing 0x%x)", ok ? 0 : bad);
+		ok = range_is(PV_PMU_EV_TASK_CLOCK, PV_PMU_EV_MAJOR_FAULTS, 1, true, &bad);
+		report(ok, "software events can sample");
+	}
 	ok = range_is(PV_PMU_EV_TASK_CLOCK, PV_PMU_EV_MAJOR_FAULTS, 2, false, &bad);
 	report(ok, "software events do not honour USR/OS");
 	ok = range_is(PV_PMU_EV_MAJOR_FAULTS + 1, 0x7f, 0, false, &bad);

@@ -933,6 +933,128 @@ run snapshot-after-refusals 60 "$PV" snapshot "$T/d.sock" --output "$T/d-ok"
 expect_status 0; expect_out 'then resumed'; done_test
 stop_vm TERM
 
+# ---- hostile input and signals (docs/security.md) -------------------------------
+AC=$B/tests/apiclients
+# Only a socket is replaced at --api-socket; a file given by mistake survives.
+echo "precious" >"$T/notsock"
+run api-socket-not-a-socket 30 "$PV" run --kernel "$G/hello.elf" --api-socket "$T/notsock"
+expect_status 125; expect_err 'exists and is not a socket: refusing to replace it'
+grep -q precious "$T/notsock" || bad "the file at --api-socket was changed or deleted"
+done_test
+# A FIFO as the kernel or the console is refused at once, not waited on (deaf to signals).
+mkfifo "$T/kfifo" "$T/cfifo"
+run kernel-fifo 20 "$PV" run --kernel "$T/kfifo"
+expect_status 125; expect_err 'is not a regular file'; done_test
+run initrd-fifo 20 "$PV" run --kernel "$G/multiboot.elf" --initrd "$T/kfifo"
+expect_status 125; expect_err 'is not a regular file'; done_test
+run console-fifo 20 "$PV" run --kernel "$G/hello.elf" --console "$T/cfifo"
+expect_status 125; expect_err 'is a FIFO that nobody reads'; done_test
+run cli-twice 10 "$PV" run --kernel "$G/hello.elf" --cpus 2 --cpus 4
+expect_status 2; expect_err '--cpus is given twice'; done_test
+
+start_vm hostile-vm 200 run --kernel "$G/behave.elf" --cmdline "mode=hang" --api-socket "$T/h.sock" --timeout 180
+wait_sock "$T/h.sock"
+# An unknown command whose two-byte UTF-8 character the 100-byte quote cuts in half: still a reply.
+long=$(printf 'a%.0s' $(seq 99))$(printf '\303\251')
+run api-utf8-cut 30 "$PV" api "$T/h.sock" "{\"cmd\":\"$long\"}" '{"cmd":"query"}'
+expect_status 1; expect_out 'unknown command'; expect_out '"state":"running"'; done_test
+# Eight silent clients hold every slot: a ninth is told so; after the idle time they are closed.
+cur=api-idle-clients; ok=1; st=0
+"$AC" "$T/h.sock" 8 14 >"$T/$cur.out" 2>"$T/$cur.err" &
+acpid=$!
+sleep 2
+"$PV" api "$T/h.sock" '{"cmd":"query"}' >"$T/ninth.out" 2>&1
+grep -q 'too many clients' "$T/ninth.out" || bad "a ninth client was not told: $(cat "$T/ninth.out")"
+wait $acpid
+[ "$(grep -c 'closed: .*no request for 10 s' "$T/$cur.out")" -eq 8 ] || bad "the idle clients were not all closed after 10 s"
+"$PV" api "$T/h.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "no service after the idle clients went"
+done_test
+# Permission denied is not "is a VM running?".
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
+	cur=api-permission; ok=1
+	su nobody -s /bin/sh -c "$PV api $T/h.sock '{\"cmd\":\"query\"}'" >"$T/$cur.out" 2>"$T/$cur.err" </dev/null
+	st=$?
+	expect_status 2; expect_err 'Permission denied'; expect_err "owner's only"; done_test
+else
+	echo "SKIP api-permission: needs root and a 'nobody' user"
+fi
+# SIGPIPE and an outside SIGUSR1 change nothing; the VM runs on.
+cur=signals-ignored; ok=1; st=0
+kill -PIPE $vmpid; kill -USR1 $vmpid; sleep 1
+"$PV" api "$T/h.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "SIGPIPE or SIGUSR1 stopped the VM"
+done_test
+stop_vm TERM
+# Out of file descriptors: a client is refused with a reply, and the main thread does not spin.
+start_vm fd-count 60 run --kernel "$G/behave.elf" --cmdline "mode=hang" --api-socket "$T/f.sock" --timeout 50
+wait_sock "$T/f.sock"; sleep 0.5
+nfd=$(ls /proc/$vmpid/fd | wc -l)
+stop_vm TERM
+cur=api-out-of-fds; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+(ulimit -n $((nfd + 2)) && exec "$PV" run --kernel "$G/behave.elf" --cmdline "mode=hang" --api-socket "$T/f.sock" \
+	--timeout 100) >"$T/fd-vm.out" 2>"$T/fd-vm.err" </dev/null &
+vmpid=$!; watchdog $vmpid 120
+wait_sock "$T/f.sock"; sleep 0.5
+"$AC" "$T/f.sock" 6 3 >"$T/$cur.out" 2>&1 &
+acpid=$!
+sleep 1
+t0=$(awk '{ print $14 + $15 }' /proc/$vmpid/stat); sleep 2; t1=$(awk '{ print $14 + $15 }' /proc/$vmpid/stat)
+wait $acpid
+grep -q 'out of file descriptors' "$T/$cur.out" || bad "no client was told about the fds: $(cat "$T/$cur.out")"
+echo "  (perfvisor with $nfd fds + 2: $((t1 - t0)) CPU ticks in 2 s with clients queued)"
+[ $((t1 - t0)) -lt 50 ] || bad "the main thread spun: $((t1 - t0)) ticks of CPU in 2 s"
+"$PV" api "$T/f.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "no service once fds were free"
+stop_vm TERM; st=0
+done_test
+# Every stop signal ends the VM cleanly: a message, 128 + N, the socket file removed.
+for sig in HUP QUIT ALRM USR2; do
+	cur=sig$sig; ok=1
+	start_vm $cur 60 run --kernel "$G/behave.elf" --cmdline "mode=hang" --cpus 2 --api-socket "$T/s$sig.sock" --timeout 50
+	wait_sock "$T/s$sig.sock"
+	stop_vm $sig
+	case $sig in HUP) want=129 ;; QUIT) want=131 ;; ALRM) want=142 ;; USR2) want=140 ;; esac
+	expect_status $want; expect_err 'stopped by signal'
+	[ ! -e "$T/s$sig.sock" ] || bad "the socket file was left behind"
+	done_test
+done
+
+# Running as an ordinary user who may open /dev/kvm (docs/security.md): the VM runs;
+# with perf_event_paranoid > 1 the PV PMU reports host software events unavailable, never faked.
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && [ -c /dev/kvm ]; then
+	mode=$(stat -c %a /dev/kvm)
+	para=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 2)
+	sw=""; [ "$para" -gt 1 ] && sw="expect_sw=0"
+	chmod 666 /dev/kvm
+	cur=non-root; ok=1
+	su nobody -s /bin/sh -c "$PV run --kernel $G/hello.elf --cpus 2 --timeout 50" >"$T/$cur.out" 2>"$T/$cur.err" </dev/null
+	st=$?
+	expect_status 0; expect_out '^SUMMARY:'; expect_clean; done_test
+	cur=non-root-pmu; ok=1
+	su nobody -s /bin/sh -c "$PV run --kernel $G/pmu-discovery.elf --cmdline '$sw $hw' --timeout 50" \
+		>"$T/$cur.out" 2>"$T/$cur.err" </dev/null
+	st=$?
+	chmod "$mode" /dev/kvm
+	echo "  (as nobody, perf_event_paranoid $para: ${sw:-software events expected})"
+	pmu_guest non-root-pmu 20; done_test
+else
+	echo "SKIP non-root: needs root (to lend /dev/kvm to 'nobody' for the test) and a 'nobody' user"
+fi
+
+# ---- seccomp (docs/security.md): every test above ran with --seccomp on, the default ----
+# Each thread's filter denies what it does not need: a test-only switch makes the thread try execve.
+for th in main vcpu; do
+	export PERFVISOR_SECCOMP_SELFTEST=$th
+	run seccomp-deny-$th 60 "$PV" run --kernel "$G/hello.elf" --cpus 2 --timeout 50
+	expect_status 125
+	[ $th = main ] && expect_err 'seccomp: the main thread made system call execve (59), which its filter denies'
+	[ $th = vcpu ] && expect_err 'seccomp: the vCPU 0 thread made system call execve (59), which its filter denies'
+	done_test
+	run seccomp-log-$th 60 "$PV" run --kernel "$G/hello.elf" --cpus 2 --timeout 50 --seccomp log
+	expect_status 0; expect_out '^SUMMARY:'; expect_no_out '^FAIL'; done_test
+	unset PERFVISOR_SECCOMP_SELFTEST
+done
+run seccomp-bad 10 "$PV" run --kernel "$G/hello.elf" --seccomp maybe
+expect_status 2; expect_err '--seccomp must be on, log or off'; done_test
+
 nskip=$(wc -l <"$T/skips" | tr -d ' ')
 if [ "$nskip" -gt 0 ]; then
 	echo "guest cases skipped on this host ($("$PV" host --kind)):"
