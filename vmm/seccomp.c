@@ -67,6 +67,7 @@ static const int main_calls[] = {
 	SCMP_SYS(openat),	     /* the read-only stats fd; snapshot files; /dev/null reserve */
 	SCMP_SYS(mkdir),	     /* the snapshot's temporary directory (mkdtemp) */
 	SCMP_SYS(mkdirat),	     /* ... */
+	SCMP_SYS(getrandom),	     /* ... its name: glibc's mkdtemp draws from it, not on every call */
 	SCMP_SYS(rename),	     /* ... renamed into place */
 	SCMP_SYS(renameat),	     /* ... */
 	SCMP_SYS(renameat2),	     /* ... */

@@ -125,6 +125,52 @@ static void hcur_data(struct hcur *h, const uint8_t *buf, uint64_t off, uint64_t
 }
 
 /*
+ * How long ring_io waits for any completion before it calls the ring
+ * stalled: a 4 MiB request takes milliseconds, but a lost completion
+ * (seen once on a 6.18 host: two writes queued, no io-wq worker, no CQE)
+ * would block the main thread, deaf to signals, for ever.
+ * PERFVISOR_SNAPSHOT_IO_STALL_MS overrides it (0 makes the test suite
+ * walk the stall path).
+ */
+#define STALL_MS 10000L
+
+static long stall_ms(void)
+{
+	const char *e = getenv("PERFVISOR_SNAPSHOT_IO_STALL_MS");
+
+	return e && *e ? strtol(e, NULL, 10) : STALL_MS;
+}
+
+/*
+ * A stalled ring: cancel everything and wait (bounded) until nothing is
+ * in flight. -ETIMEDOUT means the caller may use plain I/O on fd, since no
+ * request can touch buf or fd any more; -EIO means some could still, so
+ * the snapshot must fail (its files are removed; a late write lands in an
+ * unlinked file).
+ */
+static int ring_stalled(struct io_uring *ring, unsigned *inflight)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+	struct __kernel_timespec ts = { .tv_sec = 1 };
+
+	if (sqe) {
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data64(sqe, UINT64_MAX); /* the cancel's own CQE */
+		(*inflight)++;
+		io_uring_submit(ring);
+	}
+	while (*inflight) {
+		struct io_uring_cqe *cqe;
+
+		if (io_uring_wait_cqe_timeout(ring, &cqe, &ts) < 0)
+			return -EIO;
+		io_uring_cqe_seen(ring, cqe);
+		(*inflight)--;
+	}
+	return -ETIMEDOUT;
+}
+
+/*
  * Move the extents between buf and fd, in CHUNK requests, DEPTH in flight.
  * A short transfer is an error: on a regular file the disk is full
  * (write) or the file is short (read). Writes are hashed as they are
@@ -135,11 +181,15 @@ static int ring_io(int fd, uint8_t *buf, const struct extent *ext, unsigned n, b
 	struct io_uring ring;
 	unsigned inflight = 0, i = 0;
 	uint64_t at = n ? ext[0].off : 0; /* next byte to submit, inside ext[i] */
+	long stall = stall_ms();
+	struct __kernel_timespec ts = { .tv_sec = stall / 1000, .tv_nsec = stall % 1000 * 1000000 };
 	int rc = io_uring_queue_init(DEPTH, &ring, 0);
 
 	if (rc < 0)
 		return rc;
 	while ((i < n || inflight) && rc >= 0) {
+		struct io_uring_cqe *cqe;
+
 		while (inflight < DEPTH && i < n) {
 			struct io_uring_sqe *sqe = io_uring_get_sqe(&ring);
 			uint64_t end = ext[i].off + ext[i].len;
@@ -159,32 +209,36 @@ static int ring_io(int fd, uint8_t *buf, const struct extent *ext, unsigned n, b
 			if (at == end && ++i < n)
 				at = ext[i].off;
 		}
-		rc = io_uring_submit_and_wait(&ring, 1);
+		rc = io_uring_submit(&ring);
+		if (rc < 0)
+			break;
+		rc = io_uring_wait_cqe_timeout(&ring, &cqe, &ts);
+		if (rc == -ETIME) {
+			rc = ring_stalled(&ring, &inflight);
+			break;
+		}
 		if (rc < 0)
 			break;
 		/* Reap what has completed (at least one). */
-		for (;;) {
-			struct io_uring_cqe *cqe;
-			int res;
+		while (rc >= 0 && io_uring_peek_cqe(&ring, &cqe) == 0 && cqe) {
+			int res = cqe->res;
 
-			if (io_uring_peek_cqe(&ring, &cqe) < 0 || !cqe)
-				break;
-			res = cqe->res;
 			rc = res < 0					     ? res
 			     : (uint64_t)res != io_uring_cqe_get_data64(cqe) ? (write ? -ENOSPC : -EIO)
 									     : 0;
 			io_uring_cqe_seen(&ring, cqe);
 			inflight--;
-			if (rc < 0)
-				break;
 		}
 	}
 	/* After an error, wait out what is still in flight: it points into buf. */
-	while (inflight) {
+	while (inflight && rc != -EIO) {
 		struct io_uring_cqe *cqe;
+		struct __kernel_timespec one = { .tv_sec = stall / 1000 + 1 };
 
-		if (io_uring_wait_cqe(&ring, &cqe) < 0)
+		if (io_uring_wait_cqe_timeout(&ring, &cqe, &one) < 0) {
+			rc = ring_stalled(&ring, &inflight) == -ETIMEDOUT ? rc : -EIO;
 			break;
+		}
 		io_uring_cqe_seen(&ring, cqe);
 		inflight--;
 	}
@@ -235,11 +289,17 @@ int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, bool
 	*used_uring = !(getenv("PERFVISOR_SNAPSHOT_IO") && !strcmp(getenv("PERFVISOR_SNAPSHOT_IO"), "plain"));
 	if (!rc && *used_uring) {
 		rc = ring_io(fd, buf, ext, n, write, &h);
-		/* io_uring missing, or forbidden (kernel.io_uring_disabled, seccomp): plain I/O. */
-		*used_uring = rc != -ENOSYS && rc != -EPERM && rc != -EOPNOTSUPP;
-		if (!*used_uring && h.st) {
-			XXH3_64bits_reset(h.st);
-			h.pos = 0;
+		/* io_uring missing, forbidden (kernel.io_uring_disabled) or stalled: plain I/O. */
+		if (rc == -ETIMEDOUT)
+			fprintf(stderr, "perfvisor: snapshot: io_uring made no progress in %ld ms; using %s instead\n",
+				stall_ms(), write ? "pwrite" : "pread");
+		*used_uring = rc != -ENOSYS && rc != -EPERM && rc != -EOPNOTSUPP && rc != -ETIMEDOUT;
+		if (!*used_uring) {
+			rc = 0;
+			if (h.st) {
+				XXH3_64bits_reset(h.st);
+				h.pos = 0;
+			}
 		}
 	}
 	if (!rc && !*used_uring)
