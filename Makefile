@@ -188,21 +188,45 @@ FUZZ_SECONDS ?= 120
 FUZZ_OUT := $(BUILD)/fuzz
 FUZZ_SRCS_snapshot := fuzz/snapshot.c vmm/snapfmt.c vmm/gmem.c pmu/pmu.c pmu/events.c devices/serial.c \
 	devices/i8042.c util/util.c
-FUZZ_LIBS_snapshot := -lfdt -lxxhash
-FUZZ_TARGETS := snapshot
-$(FUZZ_OUT)/snapshot: $(FUZZ_SRCS_snapshot) | $(DEPS_STAMP)
-	$(Q)mkdir -p $(dir $@) && echo "  FUZZ    $@"
-	$(Q)$(FUZZ_CC) $(FUZZ_FLAGS) -o $@ $(FUZZ_SRCS_snapshot) $(FUZZ_LIBS_snapshot)
+FUZZ_OPTS_snapshot := -lfdt -lxxhash
+FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
+FUZZ_OPTS_api := -ljansson
+FUZZ_SRCS_loaders := fuzz/loaders.c vmm/loader.c vmm/loader_mb.c vmm/loader_linux.c vmm/gmem.c util/util.c
+FUZZ_OPTS_loaders :=
+FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
+FUZZ_OPTS_pmu :=
+FUZZ_SRCS_stats := fuzz/stats.c stats/reader.c util/util.c
+FUZZ_OPTS_stats := -DSTATS_READ_TIMEOUT_NS=100000ULL
+FUZZ_TARGETS := snapshot api loaders pmu stats
+define fuzz_target
+$(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
+	$$(Q)mkdir -p $$(dir $$@) && echo "  FUZZ    $$@"
+	$$(Q)$$(FUZZ_CC) $$(FUZZ_FLAGS) -o $$@ $$(FUZZ_SRCS_$(1)) $$(FUZZ_OPTS_$(1))
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t))))
 $(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libdevices.a $(BUILD)/libpmu.a $(BUILD)/libutil.a
 	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lvmm -ldevices -lstats -lpmu -lutil $(LIBS_vmm) $(LDLIBS)
+# Each target's working corpus (build/fuzz/corpus-NAME) starts from the
+# committed one (fuzz/corpus/NAME: the seeds, and every input that once
+# crashed, so it is replayed at every run) plus seeds made here: valid
+# state files, and the guest images for the loaders.
 $(FUZZ_OUT)/corpus-snapshot/.seeded: $(FUZZ_OUT)/snapshot_seed
 	$(Q)mkdir -p $(dir $@) && $< $(dir $@) && touch $@
-fuzz-build: $(patsubst %,$(FUZZ_OUT)/%,$(FUZZ_TARGETS)) $(FUZZ_OUT)/corpus-snapshot/.seeded
+$(FUZZ_OUT)/corpus-loaders/.seeded: $(BENCH_OUT)/min64.elf $(GUEST_ELFS)
+	$(Q)mkdir -p $(dir $@) && cp $(BENCH_OUT)/min64.elf $(wildcard $(GUEST_OUT)/*.bin $(GUEST_OUT)/*.bzimage) \
+		$(GUEST_OUT)/pvh.elf $(GUEST_OUT)/multiboot.elf $(dir $@) && touch $@
+FUZZ_SEEDS := $(FUZZ_OUT)/corpus-snapshot/.seeded $(FUZZ_OUT)/corpus-loaders/.seeded
+fuzz-build: $(patsubst %,$(FUZZ_OUT)/%,$(FUZZ_TARGETS)) $(FUZZ_SEEDS)
 fuzz-check: fuzz-build
 	$(Q)bash tests/run-fuzz.sh $(FUZZ_OUT) $(FUZZ_CHECK_SECONDS) $(FUZZ_TARGETS)
 fuzz: fuzz-build
 	$(Q)bash tests/run-fuzz.sh $(FUZZ_OUT) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+# After `make fuzz`: minimize each working corpus into fuzz/corpus/NAME (then commit it).
+fuzz-corpus: fuzz-build
+	$(Q)for t in $(FUZZ_TARGETS); do mkdir -p fuzz/corpus/$$t; \
+		$(FUZZ_OUT)/$$t -merge=1 -max_len=65536 fuzz/corpus/$$t $(FUZZ_OUT)/corpus-$$t >/dev/null 2>&1 || exit 1; \
+		echo "fuzz/corpus/$$t: $$(ls fuzz/corpus/$$t | wc -l) inputs"; done
 
 check: unit abi-compat guest-check fuzz-check integration format-check
 	$(Q)echo "make check: all test suites passed"
@@ -227,6 +251,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check fuzz-build fuzz-check fuzz check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Run each libFuzzer target for a bounded time on its corpus (build/fuzz/
-# corpus-NAME, which grows across runs) and report its executions; a crash,
-# leak or sanitizer report fails. Usage: tests/run-fuzz.sh FUZZ_DIR SECONDS NAME...
+# corpus-NAME, which grows across runs, seeded from the committed
+# fuzz/corpus/NAME, whose every input is replayed first) and report its
+# executions; a crash, leak or sanitizer report fails, and leaves the input
+# in build/fuzz/NAME-crash-*: add it to fuzz/corpus/NAME as a regression.
+# Usage: tests/run-fuzz.sh FUZZ_DIR SECONDS NAME...
 set -uo pipefail
 dir=$1; secs=$2; shift 2
 fail=0
 for t in "$@"; do
 	mkdir -p "$dir/corpus-$t"
-	out=$(timeout $((secs + 60)) "$dir/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+	[ -d "fuzz/corpus/$t" ] && cp -n fuzz/corpus/"$t"/* "$dir/corpus-$t/" 2>/dev/null
+	out=$(timeout $((secs + 60)) "$dir/$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
 		-artifact_prefix="$dir/$t-" -print_final_stats=1 "$dir/corpus-$t" 2>&1)
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' <<<"$out")

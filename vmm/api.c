@@ -129,49 +129,7 @@ static void api_send(int cfd, json_t *reply, int fd)
 	free(text);
 }
 
-static json_t *api_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static json_t *api_error(const char *fmt, ...)
-{
-	char msg[256];
-	va_list ap;
-
-	json_t *reply;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	reply = json_pack("{s:b, s:s}", "ok", 0, "error", msg);
-	if (reply)
-		return reply;
-	/* Not UTF-8 (a name cut inside a character, say): every client still gets its reply. */
-	for (char *c = msg; *c; c++)
-		if ((unsigned char)*c >= 0x80)
-			*c = '?';
-	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
-}
-
-/* {"cmd":"snapshot","dir":"/abs/path"[,"then":"resume"|"stop"]} (docs/api.md, docs/snapshot.md) */
-static json_t *api_snapshot(struct vm *vm, json_t *req)
-{
-	const char *dir = NULL, *then = "resume";
-	struct vm_snapshot_result res;
-	struct errbuf err;
-	json_error_t jerr;
-
-	if (json_unpack_ex(req, &jerr, 0, "{s:s, s?:s}", "dir", &dir, "then", &then) < 0)
-		return api_error("snapshot needs \"dir\" (a string) and takes \"then\": %s", jerr.text);
-	if (dir[0] != '/')
-		return api_error("snapshot: \"dir\" must be an absolute path (got '%.100s')", dir);
-	if (strcmp(then, "resume") && strcmp(then, "stop"))
-		return api_error("snapshot: \"then\" must be \"resume\" or \"stop\" (got '%.40s')", then);
-	if (vm_snapshot(vm, dir, !strcmp(then, "stop"), &res, &err))
-		return api_error("%s", err.msg);
-	return json_pack("{s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "ok", 1, "dir", dir, "then", then,
-			 "paused_ns", (json_int_t)res.paused_ns, "memory_ns", (json_int_t)res.memory_ns,
-			 "memory_bytes", (json_int_t)res.memory_bytes, "state_bytes",
-			 (json_int_t)res.state_bytes, "memory_io", res.used_uring ? "io_uring" : "pwrite");
-}
+#define api_error api_error_reply
 
 static json_t *api_query(struct vm *vm)
 {
@@ -184,56 +142,61 @@ static json_t *api_query(struct vm *vm)
 			 (vm->kvm_host.flags & PV_HOST_NESTED) != 0);
 }
 
+/* {"cmd":"snapshot","dir":"/abs/path"[,"then":"resume"|"stop"]} (docs/api.md, docs/snapshot.md) */
+static json_t *api_snapshot(struct vm *vm, const struct api_request *r)
+{
+	const char *then = r->stop_after ? "stop" : "resume";
+	struct vm_snapshot_result res;
+	struct errbuf err;
+
+	if (vm_snapshot(vm, r->dir, r->stop_after, &res, &err))
+		return api_error("%s", err.msg);
+	return json_pack("{s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "ok", 1, "dir", r->dir, "then", then,
+			 "paused_ns", (json_int_t)res.paused_ns, "memory_ns", (json_int_t)res.memory_ns,
+			 "memory_bytes", (json_int_t)res.memory_bytes, "state_bytes",
+			 (json_int_t)res.state_bytes, "memory_io", res.used_uring ? "io_uring" : "pwrite");
+}
+
 static void api_handle_line(struct vm *vm, int cfd, const char *line)
 {
-	json_error_t jerr;
-	json_t *req = json_loads(line, JSON_REJECT_DUPLICATES, &jerr), *cmdv;
-	const char *cmd;
+	struct api_request r;
+	json_t *err = api_parse_request(line, &r);
 
 	vm->api.requests++;
-	if (!req) {
+	if (err) {
 		vm->api.bad_requests++;
-		api_send(cfd, api_error("invalid JSON: %s", jerr.text), -1);
+		api_send(cfd, err, -1);
 		return;
 	}
-	cmdv = json_is_object(req) ? json_object_get(req, "cmd") : NULL;
-	if (!json_is_string(cmdv)) {
-		vm->api.bad_requests++;
-		api_send(cfd, api_error("%s", "a request is a JSON object with a string \"cmd\""), -1);
-		json_decref(req);
-		return;
-	}
-	cmd = json_string_value(cmdv);
-	if (!strcmp(cmd, "query")) {
+	switch (r.cmd) {
+	case API_QUERY:
 		api_send(cfd, api_query(vm), -1);
-	} else if (!strcmp(cmd, "stats-fd")) {
+		break;
+	case API_STATS_FD: {
 		int fd = stats_region_open_ro(vm->stats);
 
-		if (fd < 0)
-			api_send(cfd, api_error("cannot open the statistics region: %s", strerror(errno)),
-				 -1);
-		else
-			api_send(cfd,
-				 json_pack("{s:b, s:s}", "ok", 1, "fd", "attached (SCM_RIGHTS), read-only"),
-				 fd);
-		if (fd >= 0)
-			close(fd);
-	} else if (!strcmp(cmd, "pause")) {
+		if (fd < 0) {
+			api_send(cfd, api_error("cannot open the statistics region: %s", strerror(errno)), -1);
+			break;
+		}
+		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "fd", "attached (SCM_RIGHTS), read-only"), fd);
+		close(fd);
+		break;
+	}
+	case API_PAUSE:
 		vm_pause(vm);
 		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "paused"), -1);
-	} else if (!strcmp(cmd, "resume")) {
+		break;
+	case API_RESUME:
 		vm_resume(vm);
 		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "running"), -1);
-	} else if (!strcmp(cmd, "snapshot")) {
-		api_send(cfd, api_snapshot(vm, req), -1);
-	} else {
-		vm->api.bad_requests++;
-		api_send(
-			cfd,
-			api_error("unknown command '%.100s' (query, stats-fd, pause, resume, snapshot)", cmd),
-			-1);
+		break;
+	case API_SNAPSHOT:
+		api_send(cfd, api_snapshot(vm, &r), -1);
+		break;
+	case API_BAD:
+		break;
 	}
-	json_decref(req);
 }
 
 static void api_drop(struct api_client *c)

@@ -476,6 +476,32 @@ void snapio_abort(struct snapio_dir *d);
 int snap_cmd_snapshot(int argc, char **argv);
 int snap_cmd_info(int argc, char **argv);
 
+/* ---- control socket requests (api_parse.c, docs/api.md) -------------------- */
+enum api_cmd {
+	API_BAD = 0,
+	API_QUERY,
+	API_STATS_FD,
+	API_PAUSE,
+	API_RESUME,
+	API_SNAPSHOT,
+};
+
+struct api_request {
+	enum api_cmd cmd;
+	char dir[4096];	 /* API_SNAPSHOT: absolute */
+	bool stop_after; /* API_SNAPSHOT: "then":"stop" */
+};
+
+typedef struct json_t json_t;
+/*
+ * Parse one request line. Returns NULL and fills *r, or the error reply
+ * for the client (r->cmd is then API_BAD). Never fails to give one of the
+ * two. Pure; any thread.
+ */
+json_t *api_parse_request(const char *line, struct api_request *r);
+/* {"ok":false,"error":...}, always valid UTF-8 (bytes that are not are replaced by '?'). */
+json_t *api_error_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* ---- the VM --------------------------------------------------------------- */
 struct vm;
 

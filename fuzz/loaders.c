@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target: every kernel loader on the same input (vmm/loader*.c):
+ * the ELF64 contract, multiboot v1 (header search and load), the PVH note
+ * and the Linux bzImage. A hostile file must be refused or loaded inside
+ * guest RAM (4 MiB, checked through gmem_hva), never crash.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "perfvisor/bootinfo.h"
+#include "perfvisor/multiboot.h"
+#include "vmm/vmm.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct gmem mem;
+	static bool ready;
+	struct loader_info info;
+	struct loader_linux lx;
+	struct mb_header hdr;
+	struct errbuf err;
+	uint64_t entry;
+	uint32_t off;
+
+	if (!ready) {
+		if (gmem_init(&mem, 4 << 20, &err))
+			abort();
+		ready = true;
+	}
+	loader_load_elf(data, size, &mem, PV_RESERVED_END, &info, &err);
+	if (loader_find_multiboot(data, size, &hdr, &off))
+		loader_load_multiboot(data, size, &mem, &info, &err);
+	loader_elf_pvh_entry(data, size, &entry, &err);
+	if (loader_is_bzimage(data, size))
+		loader_load_linux(data, size, &mem, &lx, &err);
+	return 0;
+}
