@@ -180,7 +180,8 @@ unsigned stats_view_online(struct stats_view *v);
  * reader this long per record, never a hang.
  */
 #define STATS_READ_SPINS 200U
-#ifndef STATS_READ_TIMEOUT_NS /* the fuzz build shortens it: a hostile region is busy forever */
+/* The fuzz build shortens it: a hostile region is busy forever. */
+#ifndef STATS_READ_TIMEOUT_NS
 #define STATS_READ_TIMEOUT_NS 1000000000ULL /* 1 s */
 #endif
 

@@ -35,7 +35,7 @@ static const struct {
 	const char *name;
 	enum api_cmd cmd;
 } commands[] = {
-	{ "query", API_QUERY }, { "stats-fd", API_STATS_FD }, { "pause", API_PAUSE },
+	{ "query", API_QUERY },	  { "stats-fd", API_STATS_FD }, { "pause", API_PAUSE },
 	{ "resume", API_RESUME }, { "snapshot", API_SNAPSHOT },
 };
 
@@ -51,7 +51,8 @@ static json_t *parse_snapshot(json_t *req, struct api_request *r)
 	if (strlen(dir) >= sizeof(r->dir))
 		return api_error_reply("snapshot: \"dir\" is longer than %zu bytes", sizeof(r->dir) - 1);
 	if (strcmp(then, "resume") && strcmp(then, "stop"))
-		return api_error_reply("snapshot: \"then\" must be \"resume\" or \"stop\" (got '%.40s')", then);
+		return api_error_reply("snapshot: \"then\" must be \"resume\" or \"stop\" (got '%.40s')",
+				       then);
 	snprintf(r->dir, sizeof(r->dir), "%s", dir);
 	r->stop_after = !strcmp(then, "stop");
 	return NULL;
@@ -77,7 +78,8 @@ json_t *api_parse_request(const char *line, struct api_request *r)
 		if (!strcmp(cmd, commands[i].name))
 			r->cmd = commands[i].cmd;
 	if (r->cmd == API_BAD)
-		err = api_error_reply("unknown command '%.100s' (query, stats-fd, pause, resume, snapshot)", cmd);
+		err = api_error_reply("unknown command '%.100s' (query, stats-fd, pause, resume, snapshot)",
+				      cmd);
 	else if (r->cmd == API_SNAPSHOT)
 		err = parse_snapshot(req, r);
 	json_decref(req);

@@ -669,6 +669,16 @@ int snap_parse(const void *blob, size_t len, struct snap *s, struct errbuf *err)
 			err, -EINVAL,
 			"snapshot state file: %zu bytes, but its header says %u (truncated or padded)", len,
 			fdt_totalsize(blob));
+	/*
+	 * Versions before 16 (names as full paths, no size fields) crash
+	 * Debian's libfdt 1.6.1 in fdt_check_full (found by fuzz/snapshot.c);
+	 * perfvisor writes 17.
+	 */
+	if (fdt_version(blob) < 16)
+		return errbuf_set(
+			err, -EINVAL,
+			"snapshot state file: device tree version %u (perfvisor writes 17, reads 16 and later)",
+			fdt_version(blob));
 	rc = fdt_check_full(blob, len);
 	if (rc)
 		return errbuf_set(err, -EINVAL, "snapshot state file: damaged device tree: %s",

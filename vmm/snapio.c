@@ -291,7 +291,8 @@ int snapio_memory(int fd, void *buf, uint64_t len, bool write, int seek_fd, bool
 		rc = ring_io(fd, buf, ext, n, write, &h);
 		/* io_uring missing, forbidden (kernel.io_uring_disabled) or stalled: plain I/O. */
 		if (rc == -ETIMEDOUT)
-			fprintf(stderr, "perfvisor: snapshot: io_uring made no progress in %ld ms; using %s instead\n",
+			fprintf(stderr,
+				"perfvisor: snapshot: io_uring made no progress in %ld ms; using %s instead\n",
 				stall_ms(), write ? "pwrite" : "pread");
 		*used_uring = rc != -ENOSYS && rc != -EPERM && rc != -EOPNOTSUPP && rc != -ETIMEDOUT;
 		if (!*used_uring) {
