@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # `make bench`: the boot benchmark, then the statistics benchmark
 # (bench/boot.sh runs both), then the PV PMU benchmark (bench/pmu.sh), then
-# the snapshot benchmark (bench/snapshot.sh) on KVM, in one session. Where this machine
+# the snapshot benchmark (bench/snapshot.sh), then the seccomp benchmark
+# (bench/seccomp.sh) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
@@ -35,6 +36,8 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	BUILD=$build BENCH_PMU_RUNS=$pmu_runs BENCH_HOST="KVM on this machine" sh bench/pmu.sh || status=1
 	echo
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/snapshot.sh || status=1
+	echo
+	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/seccomp.sh || status=1
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
@@ -43,5 +46,6 @@ else
 	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "BUILD='$build' BENCH_RUNS=$runs BENCH_HOST='$host' sh bench/boot.sh; s=\$?; echo;
 BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; echo;
-BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_HOST='$host' sh bench/snapshot.sh || s=1; exit \$s"
+BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
+BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; exit \$s"
 fi

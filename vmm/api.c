@@ -124,8 +124,14 @@ static void api_send(int cfd, json_t *reply, int fd)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
-	/* A client that does not read its replies loses them; the VMM never blocks on it. */
-	(void)!sendmsg(cfd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	/*
+	 * The VMM never blocks on a client. One that does not read its replies
+	 * fills its socket buffer: the reply that does not fit whole is not
+	 * sent, and the connection is shut down (the next read drops it), so
+	 * the client never sees half a line followed by the next reply.
+	 */
+	if (sendmsg(cfd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)(len + 1))
+		shutdown(cfd, SHUT_RDWR);
 	free(text);
 }
 
@@ -176,7 +182,8 @@ static void api_handle_line(struct vm *vm, int cfd, const char *line)
 		int fd = stats_region_open_ro(vm->stats);
 
 		if (fd < 0) {
-			api_send(cfd, api_error("cannot open the statistics region: %s", strerror(errno)), -1);
+			api_send(cfd, api_error("cannot open the statistics region: %s", strerror(errno)),
+				 -1);
 			break;
 		}
 		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "fd", "attached (SCM_RIGHTS), read-only"), fd);

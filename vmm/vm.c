@@ -425,6 +425,14 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	rc = seccomp_prepare(why);
 	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
 		rc = vcpu_start(&vm->vcpus[i], why);
+	if (!rc && vm->cfg.verbose && vm->cfg.seccomp != SECCOMP_OFF) {
+		unsigned vi, mi, vn = seccomp_allowed_count(SECCOMP_THREAD_VCPU, &vi),
+				 mn = seccomp_allowed_count(SECCOMP_THREAD_MAIN, &mi);
+
+		vm_log(vm,
+		       "seccomp %s: vCPU threads allow %u system calls (%u ioctl requests), the main thread %u (%u)",
+		       vm->cfg.seccomp == SECCOMP_LOG ? "log" : "on", vn, vi, mn, mi);
+	}
 	if (!rc)
 		rc = seccomp_install(vm->cfg.seccomp, SECCOMP_THREAD_MAIN, 0, why);
 	pthread_mutex_lock(&vm->stop_lock);

@@ -6,8 +6,15 @@
  * connection: "N: closed|open|refused: FIRST REPLY LINE". For the limits
  * on clients (count, idle time, out of fds). Usage:
  * apiclients SOCKET N HOLD_SECONDS [REQUEST]
+ *
+ * apiclients SOCKET --flood: one client that sends requests and never
+ * reads, until its writes stall for a second (the server stopped reading
+ * or closed), then reads what it got. Prints "flood: sent N, got M whole
+ * replies, K broken lines, closed|open". The server must never block on
+ * it, and must never send half a reply.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +26,62 @@
 
 #define MAX 64
 
+static int flood(const struct sockaddr_un *sa)
+{
+	static const char req[] = "{\"cmd\":\"query\"}\n";
+	static char in[1 << 22];
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	long sent = 0, whole = 0, broken = 0;
+	size_t have = 0;
+	time_t idle_since = time(NULL);
+	int closed = 0;
+
+	if (fd < 0 || connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) < 0) {
+		perror("connect");
+		return 1;
+	}
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	while (time(NULL) - idle_since < 2) {
+		ssize_t w = send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL);
+
+		if (w == (ssize_t)sizeof(req) - 1) {
+			sent++;
+			idle_since = time(NULL);
+		} else if (w < 0 && errno != EAGAIN) {
+			break; /* the server shut the connection */
+		} else {
+			usleep(10000);
+		}
+	}
+	fcntl(fd, F_SETFL, 0);
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t r;
+
+		if (poll(&p, 1, 3000) <= 0)
+			break;
+		r = read(fd, in + have, sizeof(in) - 1 - have);
+		if (r <= 0) {
+			closed = 1;
+			break;
+		}
+		have += (size_t)r;
+		if (have == sizeof(in) - 1)
+			break;
+	}
+	in[have] = '\0';
+	for (char *line = in, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+		*nl = '\0';
+		if (line[0] == '{' && nl > line && nl[-1] == '}' && strstr(line, "\"ok\":true"))
+			whole++;
+		else
+			broken++;
+	}
+	printf("flood: sent %ld, got %ld whole replies, %ld broken lines, %s\n", sent, whole, broken,
+	       closed ? "closed" : "open");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -27,6 +90,10 @@ int main(int argc, char **argv)
 	size_t got[MAX] = { 0 };
 	time_t end;
 
+	if (argc == 3 && !strcmp(argv[2], "--flood")) {
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[1]);
+		return flood(&sa);
+	}
 	if (argc < 4 || (n = atoi(argv[2])) < 1 || n > MAX) {
 		fprintf(stderr, "usage: apiclients SOCKET N(1-%d) HOLD_SECONDS [REQUEST]\n", MAX);
 		return 2;

@@ -899,6 +899,13 @@ expect_status 1; expect_err 'checksum mismatch'; done_test
 damaged; "$B/tests/fdtset" "$T/bad/state.fdt" / format 2 # as a newer perfvisor would write it
 run restore-newer-format 30 "$PV" run --restore "$T/bad"
 expect_status 125; expect_err 'snapshot format 2: this perfvisor reads formats 1 to 1'; done_test
+# A device tree of version 5 (the header's version field, at byte 20): libfdt 1.6.1 crashes
+# checking those (found by fuzz/snapshot.c), so perfvisor refuses them before it looks.
+damaged; printf '\000\000\000\005' | dd of="$T/bad/state.fdt" bs=1 seek=20 count=4 conv=notrunc 2>/dev/null
+run restore-fdt-version 30 "$PV" run --restore "$T/bad"
+expect_status 125; expect_err 'device tree version 5 (perfvisor writes 17'; done_test
+run snapshot-info-fdt-version 30 "$PV" snapshot-info "$T/bad"
+expect_status 1; expect_err 'device tree version 5'; done_test
 # A consistent file (checksum recomputed) whose vCPU count disagrees with its vcpu@ nodes.
 damaged; "$B/tests/fdtset" "$T/bad/state.fdt" /machine vcpus 3 --resum
 run restore-vcpu-count 30 "$PV" run --restore "$T/bad"
@@ -984,6 +991,18 @@ grep -q 'too many clients' "$T/ninth.out" || bad "a ninth client was not told: $
 wait $acpid
 [ "$(grep -c 'closed: .*no request for 10 s' "$T/$cur.out")" -eq 8 ] || bad "the idle clients were not all closed after 10 s"
 "$PV" api "$T/h.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "no service after the idle clients went"
+done_test
+# A client that sends and never reads: the server does not block on it, sends no half reply,
+# closes it once a reply does not fit, and serves everyone else meanwhile.
+cur=api-never-reads; ok=1; st=0
+"$AC" "$T/h.sock" --flood >"$T/$cur.out" 2>"$T/$cur.err" &
+acpid=$!
+"$PV" api "$T/h.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "no service while a client floods"
+wait $acpid
+echo "  ($(cat "$T/$cur.out"))"
+grep -q '^flood: sent [0-9]*, got [1-9][0-9]* whole replies, 0 broken lines, closed$' "$T/$cur.out" ||
+	bad "the flooding client: $(cat "$T/$cur.out" "$T/$cur.err")"
+"$PV" api "$T/h.sock" '{"cmd":"query"}' | grep -q '"state":"running"' || bad "no service after the flood"
 done_test
 # Permission denied is not "is a VM running?".
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then

@@ -1,0 +1,63 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Seccomp benchmark (POSIX sh: it also runs in the busybox test VM): the
+# cost of the exit loop with the per-thread filters on (the default) and
+# off. The pmu-bench guest times 2000 reads of PV_PMU_MSR_NOP, each a full
+# userspace MSR exit (KVM_RUN returns, perfvisor handles it, KVM_RUN again:
+# one filtered ioctl per exit); runs alternate on/off and the table compares
+# the medians. Env: BUILD (build), BENCH_SECCOMP_RUNS (10 of each kind),
+# BENCH_HOST. Run by bench/run.sh.
+set -eu
+
+build=${BUILD:-build}
+runs=${BENCH_SECCOMP_RUNS:-10}
+pv=$build/perfvisor
+guest=$build/guests/pmu-bench.elf
+host="$("$pv" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+case "$runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECCOMP_RUNS must be a positive number" >&2; exit 2 ;; esac
+for f in "$pv" "$guest"; do
+	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# one MODE: a run with --seccomp MODE; its nop_exit_ns goes to $tmp/MODE.
+one() {
+	out=$tmp/out
+	"$pv" run --kernel "$guest" --cpus 1 --timeout 120 --seccomp "$1" --verbose \
+		--cmdline "reads=2000 pmis=1 page_reads=1 iters=1000000" >"$out" 2>&1 || {
+		echo "bench: pmu-bench with --seccomp $1 failed; its output:" >&2
+		tail -n 20 "$out" >&2
+		exit 1
+	}
+	v=$(sed -n 's/^.*BENCH .*nop_exit_ns=\([0-9.]*\).*/\1/p' "$out")
+	[ -n "$v" ] || { echo "bench: pmu-bench printed no nop_exit_ns" >&2; exit 1; }
+	echo "$v" >>"$tmp/$1"
+	[ "$1" = on ] && sed -n 's/^perfvisor: seccomp on: //p' "$out" >"$tmp/lists"
+	return 0
+}
+# median FILE
+median() {
+	n=$(wc -l <"$1")
+	sort -n "$1" | awk -v n="$n" '{ v[NR] = $1 } END { print n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'
+}
+
+echo "bench: seccomp: $runs runs with --seccomp off and $runs with it on, alternating, 2000 MSR exits each ..."
+: >"$tmp/on"
+: >"$tmp/off"
+i=1
+while [ "$i" -le "$runs" ]; do
+	if [ $((i % 2)) -eq 1 ]; then one off; one on; else one on; one off; fi
+	i=$((i + 1))
+done
+off=$(median "$tmp/off")
+on=$(median "$tmp/on")
+echo
+echo "perfvisor seccomp benchmark ($host)"
+echo "filters in force: $(cat "$tmp/lists")"
+awk -v on="$on" -v off="$off" -v runs="$runs" 'BEGIN {
+	r = on / off
+	printf "%-44s %5s %12s   %s\n", "measurement", "runs", "median", "ratio"
+	printf "%-44s %5d %9.1f ns   1.00 (baseline)\n", "MSR exit round trip, --seccomp off", runs, off
+	printf "%-44s %5d %9.1f ns   %.3fx (target <= 1.02x: %s)\n", "MSR exit round trip, --seccomp on", runs, on, r, r <= 1.02 ? "met" : "MISSED"
+}'
