@@ -49,8 +49,10 @@ Test(api_parse, commands)
 		const char *line;
 		enum api_cmd cmd;
 	} ok[] = {
-		{ "{\"cmd\":\"query\"}", API_QUERY },	 { "{\"cmd\":\"stats-fd\"}", API_STATS_FD },
-		{ "{\"cmd\":\"pause\"}", API_PAUSE },	 { "{\"cmd\":\"resume\"}", API_RESUME },
+		{ "{\"cmd\":\"query\"}", API_QUERY },
+		{ "{\"cmd\":\"stats-fd\"}", API_STATS_FD },
+		{ "{\"cmd\":\"pause\"}", API_PAUSE },
+		{ "{\"cmd\":\"resume\"}", API_RESUME },
 		{ " {\"cmd\" : \"query\", \"extra\": 1} ", API_QUERY },
 	};
 
@@ -78,7 +80,8 @@ Test(api_parse, snapshot_refusals)
 	expect_error("{\"cmd\":\"snapshot\"}", "needs \"dir\"");
 	expect_error("{\"cmd\":\"snapshot\",\"dir\":7}", "needs \"dir\"");
 	expect_error("{\"cmd\":\"snapshot\",\"dir\":\"rel/x\"}", "must be an absolute path (got 'rel/x')");
-	expect_error("{\"cmd\":\"snapshot\",\"dir\":\"/x\",\"then\":\"later\"}", "must be \"resume\" or \"stop\"");
+	expect_error("{\"cmd\":\"snapshot\",\"dir\":\"/x\",\"then\":\"later\"}",
+		     "must be \"resume\" or \"stop\"");
 	cr_assert_not_null(big);
 	strcpy(big, "{\"cmd\":\"snapshot\",\"dir\":\"/");
 	memset(big + strlen(big), 'a', 4200);
@@ -95,7 +98,8 @@ Test(api_parse, bad_lines)
 	expect_error("{\"cmd\":1}", "a JSON object with a string \"cmd\"");
 	expect_error("{\"command\":\"query\"}", "a JSON object with a string \"cmd\"");
 	expect_error("{\"cmd\":\"query\",\"cmd\":\"pause\"}", "invalid JSON"); /* duplicate keys */
-	expect_error("{\"cmd\":\"reboot\"}", "unknown command 'reboot' (query, stats-fd, pause, resume, snapshot)");
+	expect_error("{\"cmd\":\"reboot\"}",
+		     "unknown command 'reboot' (query, stats-fd, pause, resume, snapshot)");
 }
 
 /* A command name whose two-byte character the 100-byte quote cuts: still a valid reply. */
