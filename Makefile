@@ -204,7 +204,7 @@ $(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
 	$$(Q)$$(FUZZ_CC) $$(FUZZ_FLAGS) -o $$@ $$(FUZZ_SRCS_$(1)) $$(FUZZ_OPTS_$(1))
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t))))
-$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libdevices.a $(BUILD)/libpmu.a $(BUILD)/libutil.a
+$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libdevices.a $(BUILD)/libstats.a $(BUILD)/libpmu.a $(BUILD)/libutil.a
 	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
 	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lvmm -ldevices -lstats -lpmu -lutil $(LIBS_vmm) $(LDLIBS)
 # Each target's working corpus (build/fuzz/corpus-NAME) starts from the
@@ -213,9 +213,8 @@ $(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libde
 # state files, and the guest images for the loaders.
 $(FUZZ_OUT)/corpus-snapshot/.seeded: $(FUZZ_OUT)/snapshot_seed
 	$(Q)mkdir -p $(dir $@) && $< $(dir $@) && touch $@
-$(FUZZ_OUT)/corpus-loaders/.seeded: $(BENCH_OUT)/min64.elf $(GUEST_ELFS)
-	$(Q)mkdir -p $(dir $@) && cp $(BENCH_OUT)/min64.elf $(wildcard $(GUEST_OUT)/*.bin $(GUEST_OUT)/*.bzimage) \
-		$(GUEST_OUT)/pvh.elf $(GUEST_OUT)/multiboot.elf $(dir $@) && touch $@
+$(FUZZ_OUT)/corpus-loaders/.seeded: $(BENCH_OUT)/min64.elf $(BOOT_GUEST_FILES)
+	$(Q)mkdir -p $(dir $@) && cp $^ $(dir $@) && touch $@
 FUZZ_SEEDS := $(FUZZ_OUT)/corpus-snapshot/.seeded $(FUZZ_OUT)/corpus-loaders/.seeded
 fuzz-build: $(patsubst %,$(FUZZ_OUT)/%,$(FUZZ_TARGETS)) $(FUZZ_SEEDS)
 fuzz-check: fuzz-build
