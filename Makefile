@@ -14,6 +14,7 @@ DEPS_util :=
 DEPS_devices := util
 DEPS_stats := util
 DEPS_pmu := util
+LIBS_pmu := -ljansson
 DEPS_vmm := devices stats pmu util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for

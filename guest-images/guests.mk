@@ -29,6 +29,10 @@ $(GUEST_OUT)/obj/%.o: $(GUEST_SRC)/%.S
 	$(Q)echo "  AS      $@"
 	$(Q)$(CC) $(GUEST_CFLAGS) -c $< -o $@
 
+# The profiler's test guest keeps every frame (no sibling calls), so its
+# expected stacks are exact (docs/profiling.md).
+$(GUEST_OUT)/obj/tests/profile.o: GUEST_CFLAGS += -fno-optimize-sibling-calls
+
 $(GUEST_OUT)/%.elf: $(GUEST_OUT)/obj/tests/%.o $(GUEST_LIB_OBJS) $(GUEST_LDS)
 	$(Q)echo "  LD      $@"
 	$(Q)$(CC) $(GUEST_LDFLAGS) -o $@ $< $(GUEST_LIB_OBJS)

@@ -277,9 +277,12 @@ struct vm_config {
 	unsigned nr_initrd;
 	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
 	bool verbose;
-	const char *restore;   /* --restore DIR: continue a snapshot instead of booting a kernel */
-	bool restore_read;     /* --restore-memory read: read the memory file in (default: map it) */
-	bool restore_no_check; /* --no-memory-check: skip the memory file's checksum */
+	const char *restore;	    /* --restore DIR: continue a snapshot instead of booting a kernel */
+	bool restore_read;	    /* --restore-memory read: read the memory file in (default: map it) */
+	bool restore_no_check;	    /* --no-memory-check: skip the memory file's checksum */
+	struct prof_spec prof;	    /* --profile (prof.n == 0: off; a restore takes the snapshot's) */
+	const char *profile_output; /* --profile-output DIR, NULL = perfvisor-profile.PID */
+	const char *symbols;	    /* --symbols FILE, NULL = the kernel's own symbol table */
 };
 
 #define VM_DEFAULT_CPUS 1U

@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Host-side guest profiling (docs/profiling.md): each vCPU thread opens
+ * sampling counters on itself; on an overflow signal it leaves KVM_RUN and
+ * records where its guest is (RIP, CPL, a frame-pointer walk read from
+ * guest memory through the guest's page tables, every pointer checked) in
+ * its ring; the main thread drains the rings, and writes the profile at
+ * the end. No guest cooperation.
+ */
+#include "vm_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define PROF_MAX_STACKS 65536 /* distinct stacks kept; more are counted as lost */
+
+#define X86_CR0_PG (1ULL << 31)
+#define X86_CR4_LA57 (1ULL << 12)
+#define X86_EFER_LMA (1ULL << 10)
+#define PTE_PRESENT 1ULL
+#define PTE_LARGE (1ULL << 7)
+#define PTE_ADDR 0x000ffffffffff000ULL
+
+int vm_profile_signal(void)
+{
+	return SIGRTMIN + 2;
+}
+
+int vm_profile_create(struct vm *vm, struct errbuf *err)
+{
+	struct vm_profile *p = &vm->prof;
+	const char *symfile = vm->cfg.symbols ? vm->cfg.symbols : vm->cfg.kernel;
+	struct stat st;
+	void *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		for (unsigned e = 0; e < PROF_MAX_EVENTS; e++)
+			vm->vcpus[i].prof_fd[e] = -1;
+	p->spec = vm->cfg.prof;
+	if (!p->spec.n)
+		return 0;
+	if (vm->cfg.profile_output)
+		snprintf(p->out_dir, sizeof(p->out_dir), "%s", vm->cfg.profile_output);
+	else
+		snprintf(p->out_dir, sizeof(p->out_dir), "perfvisor-profile.%d", (int)getpid());
+	if (stat(p->out_dir, &st) == 0)
+		return errbuf_set(err, -EEXIST, "--profile-output '%s' already exists; give a new directory",
+				  p->out_dir);
+	p->kernel = symfile;
+	rc = loader_read_file(symfile, vm->cfg.symbols ? "--symbols" : "kernel", 1ULL << 30, &buf, &len, err);
+	if (rc)
+		return rc;
+	if (loader_is_elf(buf, len))
+		rc = prof_symtab_load_elf(&p->syms, buf, len, err);
+	else if (vm->cfg.symbols)
+		rc = prof_symtab_load_text(&p->syms, buf, len, err);
+	else
+		rc = 0; /* a bzImage or flat kernel has no symbols: samples show addresses */
+	free(buf);
+	if (rc) {
+		loader_prefix_error(err, vm->cfg.symbols ? "--symbols" : "kernel", symfile);
+		return rc;
+	}
+	if (!p->syms.source[0])
+		snprintf(p->syms.source, sizeof(p->syms.source), "none");
+	rc = prof_data_init(&p->data, vm->nr_vcpus, PROF_MAX_STACKS);
+	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
+		rc = prof_ring_init(&vm->vcpus[i].prof_ring);
+	if (rc)
+		return errbuf_set(err, rc, "profile: out of memory");
+	p->start_ns = util_now_ns();
+	if (vm->cfg.verbose)
+		vm_log(vm, "profile: %s, %zu symbols (%s), output %s", p->spec.text, p->syms.n,
+		       p->syms.source, p->out_dir);
+	return 0;
+}
+
+void vm_profile_destroy(struct vm *vm)
+{
+	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
+		prof_ring_fini(&vm->vcpus[i].prof_ring);
+	prof_data_fini(&vm->prof.data);
+	prof_symtab_fini(&vm->prof.syms);
+}
+
+/* ---- the vCPU thread ----------------------------------------------------------------- */
+
+int vm_profile_vcpu_start(struct vcpu *v, struct errbuf *err)
+{
+	const struct prof_spec *s = &v->vm->prof.spec;
+
+	for (unsigned i = 0; i < s->n; i++) {
+		int fd = pmu_perf_open(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS, s->e[i].period,
+				       vm_profile_signal());
+
+		if (fd < 0)
+			return errbuf_set(err, fd, "vCPU %u: --profile %s: perf_event_open: %s", v->index,
+					  s->e[i].ev->name, strerror(-fd));
+		v->prof_fd[i] = fd;
+	}
+	return 0;
+}
+
+void vm_profile_vcpu_stop(struct vcpu *v)
+{
+	for (unsigned i = 0; i < PROF_MAX_EVENTS; i++) {
+		if (v->prof_fd[i] >= 0)
+			close(v->prof_fd[i]);
+		v->prof_fd[i] = -1;
+	}
+}
+
+/* Guest-virtual to guest-physical through the guest's own page tables (4- or 5-level, or none). */
+static bool translate(const struct vm *vm, const struct kvm_sregs *sr, uint64_t gva, uint64_t *gpa)
+{
+	int levels = sr->cr4 & X86_CR4_LA57 ? 5 : 4;
+	uint64_t table = sr->cr3 & PTE_ADDR;
+
+	if (!(sr->cr0 & X86_CR0_PG)) {
+		*gpa = gva & 0xffffffffULL;
+		return true;
+	}
+	if (!(sr->efer & X86_EFER_LMA))
+		return false; /* 32-bit paging: not walked (docs/profiling.md, limits) */
+	for (int lvl = levels; lvl >= 1; lvl--) {
+		unsigned shift = 12 + 9 * (unsigned)(lvl - 1);
+		const uint64_t *pte = gmem_hva(&vm->mem, table + ((gva >> shift) & 511) * 8, 8);
+		uint64_t e;
+
+		if (!pte)
+			return false;
+		e = __atomic_load_n(pte, __ATOMIC_RELAXED); /* another vCPU may be changing it */
+		if (!(e & PTE_PRESENT))
+			return false;
+		if (lvl == 1 || ((lvl == 2 || lvl == 3) && (e & PTE_LARGE))) {
+			uint64_t mask = (1ULL << shift) - 1;
+
+			*gpa = ((e & PTE_ADDR) & ~mask) | (gva & mask);
+			return true;
+		}
+		table = e & PTE_ADDR;
+	}
+	return false;
+}
+
+/* One 8-byte word of guest-virtual memory. */
+static bool read_guest_u64(const struct vm *vm, const struct kvm_sregs *sr, uint64_t gva, uint64_t *out)
+{
+	uint64_t gpa;
+	const uint64_t *p;
+
+	if (gva & 7 || !translate(vm, sr, gva, &gpa))
+		return false;
+	p = gmem_hva(&vm->mem, gpa, 8);
+	if (!p)
+		return false;
+	*out = __atomic_load_n(p, __ATOMIC_RELAXED);
+	return true;
+}
+
+/*
+ * The frame-pointer chain from rbp: [rbp] is the caller's rbp, [rbp+8] the
+ * return address. Frames must move up the stack (so the walk ends), and
+ * every word is read through a checked translation.
+ */
+static void walk_stack(const struct vm *vm, const struct kvm_sregs *sr, uint64_t rbp, struct prof_sample *s)
+{
+	bool wide = (sr->efer & X86_EFER_LMA) && sr->cs.l;
+
+	if (!wide || !(sr->cr0 & X86_CR0_PG))
+		return; /* 32-bit code: the leaf only */
+	while (s->depth < PROF_MAX_DEPTH && rbp) {
+		uint64_t next, ret;
+
+		if (!read_guest_u64(vm, sr, rbp, &next) || !read_guest_u64(vm, sr, rbp + 8, &ret)) {
+			s->flags |= PROF_SAMPLE_TRUNCATED;
+			return;
+		}
+		if (!ret)
+			return;
+		s->pc[s->depth++] = ret;
+		if (next <= rbp || next - rbp > (1u << 20))
+			return;
+		rbp = next;
+	}
+}
+
+void vm_profile_sample(struct vcpu *v, int fd)
+{
+	const struct vm_stats_fields *sf = &v->vm->sf;
+	uint64_t t0 = util_now_ns();
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct prof_sample s;
+	bool pushed;
+
+	if (!v->vm->prof.spec.n)
+		return;
+	/* The rate cap: at most PROF_MAX_RATE samples a second per vCPU. */
+	if (v->prof_last_ns && t0 - v->prof_last_ns < 1000000000ULL / PROF_MAX_RATE) {
+		sb_begin(v->stats);
+		sb_add(v->stats, sf->prof_throttled, 1);
+		sb_end(v->stats);
+		return;
+	}
+	v->prof_last_ns = t0;
+	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0)
+		return;
+	memset(&s, 0, offsetof(struct prof_sample, pc));
+	s.vcpu = v->index;
+	s.cpl = sregs.cs.selector & 3;
+	for (unsigned i = 0; i < PROF_MAX_EVENTS; i++)
+		if (v->prof_fd[i] == fd && fd >= 0)
+			s.event = (uint8_t)i;
+	s.pc[0] = regs.rip;
+	s.depth = 1;
+	walk_stack(v->vm, &sregs, regs.rbp, &s);
+	pushed = prof_ring_push(&v->prof_ring, &s);
+	sb_begin(v->stats);
+	sb_add(v->stats, pushed ? sf->prof_samples : sf->prof_dropped, 1);
+	sb_add(v->stats, sf->prof_sample_ns, util_now_ns() - t0);
+	sb_end(v->stats);
+}
+
+/* ---- the main thread ----------------------------------------------------------------- */
+
+void vm_profile_drain(struct vm *vm)
+{
+	struct prof_sample s;
+
+	if (!vm->prof.spec.n)
+		return;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		while (prof_ring_pop(&vm->vcpus[i].prof_ring, &s))
+			prof_data_add(&vm->prof.data, &s);
+}
+
+json_t *vm_profile_json(struct vm *vm)
+{
+	struct vm_profile *p = &vm->prof;
+	uint64_t *c;
+	json_t *j;
+
+	if (!p->spec.n)
+		return NULL;
+	vm_profile_drain(vm);
+	c = calloc(3 * (size_t)vm->nr_vcpus, sizeof(*c));
+	if (!c)
+		return NULL;
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+		c[i] = sb_get(vm->stats, i, vm->sf.prof_samples);
+		c[vm->nr_vcpus + i] = sb_get(vm->stats, i, vm->sf.prof_dropped);
+		c[2 * vm->nr_vcpus + i] = sb_get(vm->stats, i, vm->sf.prof_throttled);
+	}
+	j = prof_to_json(&p->data, &(struct prof_meta){ .spec = &p->spec,
+							.syms = &p->syms,
+							.kernel = p->kernel,
+							.per_vcpu_samples = c,
+							.per_vcpu_dropped = c + vm->nr_vcpus,
+							.per_vcpu_throttled = c + 2 * vm->nr_vcpus,
+							.duration_ns = util_now_ns() - p->start_ns });
+	free(c);
+	return j;
+}
+
+/* Write one file of the profile into dir. */
+static int write_file(const char *dir, const char *name, const json_t *prof, int kind, struct errbuf *err)
+{
+	char path[4200];
+	FILE *f;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (!f)
+		return errbuf_set(err, -errno, "profile: cannot create %s: %s", path, strerror(errno));
+	if (kind == 0)
+		rc = json_dumpf(prof, f, JSON_INDENT(1)) ? -EIO : 0;
+	else if (kind == 1)
+		rc = prof_write_folded(f, prof);
+	else
+		rc = prof_write_table(f, prof, 0);
+	if (fclose(f) && !rc)
+		rc = -errno;
+	if (rc)
+		return errbuf_set(err, rc, "profile: cannot write %s: %s", path, strerror(-rc));
+	return 0;
+}
+
+int vm_profile_write(struct vm *vm, struct errbuf *err)
+{
+	struct vm_profile *p = &vm->prof;
+	char tmp[4200];
+	json_t *j;
+	int rc;
+
+	if (!p->spec.n)
+		return 0;
+	j = vm_profile_json(vm);
+	if (!j)
+		return errbuf_set(err, -ENOMEM, "profile: out of memory");
+	/* Written beside the target, then renamed: no half profile looks complete. */
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", p->out_dir, (int)getpid());
+	if (mkdir(tmp, 0755) < 0) {
+		rc = errbuf_set(err, -errno, "profile: cannot create %s: %s", tmp, strerror(errno));
+		json_decref(j);
+		return rc;
+	}
+	rc = write_file(tmp, "profile.json", j, 0, err);
+	if (!rc)
+		rc = write_file(tmp, "stacks.folded", j, 1, err);
+	if (!rc)
+		rc = write_file(tmp, "symbols.txt", j, 2, err);
+	if (!rc && rename(tmp, p->out_dir) < 0)
+		rc = errbuf_set(err, -errno, "profile: cannot rename %s to %s: %s", tmp, p->out_dir,
+				strerror(errno));
+	if (!rc)
+		vm_log(vm, "profile: %" PRIu64 " samples written to %s (perfvisor profile report %s)",
+		       p->data.samples, p->out_dir, p->out_dir);
+	json_decref(j);
+	return rc;
+}
