@@ -82,6 +82,15 @@ BOOT_GUEST_FILES := $(GUEST_OUT)/multiboot.elf $(GUEST_OUT)/multiboot-aout.bin $
 BOOT_GUEST_ELFS := $(GUEST_OUT)/multiboot.elf64 $(GUEST_OUT)/multiboot-aout.elf64 $(GUEST_OUT)/pvh.elf \
 	$(GUEST_OUT)/linux.elf64
 
-guests: $(GUEST_ELFS) $(BOOT_GUEST_FILES)
+# The profiler's test guest without symbols, and its symbols as nm text
+# (what --symbols reads, like a System.map), for the integration tests.
+$(GUEST_OUT)/profile.stripped: $(GUEST_OUT)/profile.elf
+	$(Q)echo "  STRIP   $@"
+	$(Q)objcopy --strip-all $< $@
+$(GUEST_OUT)/profile.map: $(GUEST_OUT)/profile.elf
+	$(Q)echo "  NM      $@"
+	$(Q)nm -n $< >$@
+
+guests: $(GUEST_ELFS) $(BOOT_GUEST_FILES) $(GUEST_OUT)/profile.stripped $(GUEST_OUT)/profile.map
 
 .PHONY: guests
