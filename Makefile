@@ -13,6 +13,7 @@ COMPONENTS := util devices stats pmu vmm
 DEPS_util :=
 DEPS_devices := util
 DEPS_stats := util
+LIBS_stats := -ljansson
 DEPS_pmu := util
 LIBS_pmu := -ljansson
 DEPS_vmm := devices stats pmu util

@@ -329,6 +329,8 @@ json_t *prof_to_json(const struct prof_data *d, const struct prof_meta *m);
 int prof_write_folded(FILE *out, const json_t *profile);
 /* The per-symbol table (self, total, percent, per vCPU), its `top` rows (0: all). 0 or -errno. */
 int prof_write_table(FILE *out, const json_t *profile, unsigned top);
+/* The table's first `top` rows as JSON: [{"symbol","self","total","percent","vcpus":[...]}]. NULL: no memory. */
+json_t *prof_top_json(const json_t *profile, unsigned top);
 /* `perfvisor profile report DIR [--folded|--top N|--json]` (argv[0] is "profile"). */
 int prof_cmd_profile(int argc, char **argv);
 

@@ -220,22 +220,26 @@ static double pct(uint64_t a, uint64_t b)
 	return b ? 100.0 * (double)a / (double)b : 0.0;
 }
 
-int prof_write_table(FILE *out, const json_t *profile, unsigned top)
+static void table_free(struct table *t)
+{
+	for (size_t r = 0; r < t->n; r++)
+		free(t->rows[r].vself);
+	free(t->rows);
+	t->rows = NULL;
+	t->n = 0;
+}
+
+/* Rows by symbol (self: the leaf; total: anywhere in the stack, once), most self first. */
+static int table_build(const json_t *profile, struct table *t, uint64_t *total, uint64_t ring[4])
 {
 	const json_t *stacks = json_object_get(profile, "stacks"), *st;
-	struct table t = { .nr_vcpus = (unsigned)json_array_size(json_object_get(profile, "vcpus")) };
-	uint64_t total = 0, ring[4] = { 0 }, dropped = 0, throttled = 0;
-	const json_t *v;
 	size_t i;
-	int rc = 0;
 
+	memset(t, 0, sizeof(*t));
+	t->nr_vcpus = (unsigned)json_array_size(json_object_get(profile, "vcpus"));
+	*total = 0;
 	if (!json_is_array(stacks))
 		return -EINVAL;
-	json_array_foreach(json_object_get(profile, "vcpus"), i, v)
-	{
-		dropped += (uint64_t)jint(v, "dropped");
-		throttled += (uint64_t)jint(v, "throttled");
-	}
 	json_array_foreach(stacks, i, st)
 	{
 		const json_t *frames = json_object_get(st, "frames"), *f;
@@ -243,28 +247,47 @@ int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 		unsigned vcpu = (unsigned)jint(st, "vcpu");
 		size_t n = json_array_size(frames), j;
 
-		total += count;
+		*total += count;
 		ring[jint(st, "ring") & 3] += count;
 		json_array_foreach(frames, j, f)
 		{
-			struct row *r = row_get(&t, json_string_value(f) ? json_string_value(f) : "?");
+			struct row *r = row_get(t, json_string_value(f) ? json_string_value(f) : "?");
 
 			if (!r) {
-				rc = -ENOMEM;
-				goto out;
+				table_free(t);
+				return -ENOMEM;
 			}
 			if (r->last_stack != st)
 				r->total += count;
 			r->last_stack = st;
 			if (j == n - 1) {
 				r->self += count;
-				if (vcpu < t.nr_vcpus)
+				if (vcpu < t->nr_vcpus)
 					r->vself[vcpu] += count;
 			}
 		}
 	}
-	if (t.n)
-		qsort(t.rows, t.n, sizeof(t.rows[0]), by_self);
+	if (t->n)
+		qsort(t->rows, t->n, sizeof(t->rows[0]), by_self);
+	return 0;
+}
+
+int prof_write_table(FILE *out, const json_t *profile, unsigned top)
+{
+	uint64_t total, ring[4] = { 0 }, dropped = 0, throttled = 0;
+	struct table t;
+	const json_t *v;
+	size_t i;
+	int rc;
+
+	rc = table_build(profile, &t, &total, ring);
+	if (rc)
+		return rc;
+	json_array_foreach(json_object_get(profile, "vcpus"), i, v)
+	{
+		dropped += (uint64_t)jint(v, "dropped");
+		throttled += (uint64_t)jint(v, "throttled");
+	}
 	fprintf(out,
 		"profile: %" PRIu64 " samples (%s) on %u vCPUs; %" PRIu64 " dropped, %" PRIu64
 		" throttled, %lld lost, %lld [unknown]; symbols: %s\n",
@@ -284,13 +307,33 @@ int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 			fprintf(out, " %10" PRIu64, t.rows[r].vself[c]);
 		fprintf(out, "  %s\n", t.rows[r].name);
 	}
-	if (ferror(out))
-		rc = -EIO;
-out:
-	for (size_t r = 0; r < t.n; r++)
-		free(t.rows[r].vself);
-	free(t.rows);
+	rc = ferror(out) ? -EIO : 0;
+	table_free(&t);
 	return rc;
+}
+
+json_t *prof_top_json(const json_t *profile, unsigned top)
+{
+	uint64_t total, ring[4] = { 0 };
+	json_t *rows = json_array();
+	struct table t;
+
+	if (!rows || table_build(profile, &t, &total, ring)) {
+		json_decref(rows);
+		return NULL;
+	}
+	for (size_t r = 0; r < t.n && r < top; r++) {
+		json_t *per = json_array();
+
+		for (unsigned c = 0; c < t.nr_vcpus; c++)
+			json_array_append_new(per, json_integer((json_int_t)t.rows[r].vself[c]));
+		json_array_append_new(rows, json_pack("{s:s, s:I, s:I, s:f, s:o}", "symbol", t.rows[r].name,
+						      "self", (json_int_t)t.rows[r].self, "total",
+						      (json_int_t)t.rows[r].total, "percent",
+						      pct(t.rows[r].self, total), "vcpus", per));
+	}
+	table_free(&t);
+	return rows;
 }
 
 static const char profile_usage[] =

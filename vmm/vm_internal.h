@@ -169,6 +169,7 @@ struct vm {
 		char out_dir[4096];
 		uint64_t start_ns;
 		const char *kernel; /* whose symbols */
+		bool sync_regs;	    /* KVM_CAP_SYNC_REGS: registers in kvm_run, no ioctl per sample */
 	} prof;
 
 	/* Stop protocol: the first request sets status and wakes the main thread. */

@@ -80,9 +80,14 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	if (rc)
 		return errbuf_set(err, rc, "profile: out of memory");
 	p->start_ns = util_now_ns();
+	/* KVM copies the registers into kvm_run at every exit: a sample then costs no ioctl. */
+	rc = ioctl(vm->kvm.fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+	p->sync_regs = rc > 0 && (rc & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) ==
+					 (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS);
 	if (vm->cfg.verbose)
-		vm_log(vm, "profile: %s, %zu symbols (%s), output %s", p->spec.text, p->syms.n,
-		       p->syms.source, p->out_dir);
+		vm_log(vm, "profile: %s, %zu symbols (%s), registers by %s, output %s", p->spec.text,
+		       p->syms.n, p->syms.source, p->sync_regs ? "KVM_CAP_SYNC_REGS" : "KVM_GET_REGS",
+		       p->out_dir);
 	return 0;
 }
 
@@ -109,6 +114,8 @@ int vm_profile_vcpu_start(struct vcpu *v, struct errbuf *err)
 					  s->e[i].ev->name, strerror(-fd));
 		v->prof_fd[i] = fd;
 	}
+	if (s->n && v->vm->prof.sync_regs)
+		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	return 0;
 }
 
@@ -200,8 +207,10 @@ void vm_profile_sample(struct vcpu *v, int fd)
 {
 	const struct vm_stats_fields *sf = &v->vm->sf;
 	uint64_t t0 = util_now_ns();
-	struct kvm_regs regs;
-	struct kvm_sregs sregs;
+	struct kvm_regs regs_buf;
+	struct kvm_sregs sregs_buf;
+	const struct kvm_regs *regs = &regs_buf;
+	const struct kvm_sregs *sregs = &sregs_buf;
 	struct prof_sample s;
 	bool pushed;
 
@@ -215,17 +224,22 @@ void vm_profile_sample(struct vcpu *v, int fd)
 		return;
 	}
 	v->prof_last_ns = t0;
-	if (ioctl(v->fd, KVM_GET_REGS, &regs) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0)
+	if (v->vm->prof.sync_regs) {
+		/* As of the last return from KVM_RUN: the guest has not run since. */
+		regs = &v->run->s.regs.regs;
+		sregs = &v->run->s.regs.sregs;
+	} else if (ioctl(v->fd, KVM_GET_REGS, &regs_buf) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs_buf) < 0) {
 		return;
+	}
 	memset(&s, 0, offsetof(struct prof_sample, pc));
 	s.vcpu = v->index;
-	s.cpl = sregs.cs.selector & 3;
+	s.cpl = sregs->cs.selector & 3;
 	for (unsigned i = 0; i < PROF_MAX_EVENTS; i++)
 		if (v->prof_fd[i] == fd && fd >= 0)
 			s.event = (uint8_t)i;
-	s.pc[0] = regs.rip;
+	s.pc[0] = regs->rip;
 	s.depth = 1;
-	walk_stack(v->vm, &sregs, regs.rbp, &s);
+	walk_stack(v->vm, sregs, regs->rbp, &s);
 	pushed = prof_ring_push(&v->prof_ring, &s);
 	sb_begin(v->stats);
 	sb_add(v->stats, pushed ? sf->prof_samples : sf->prof_dropped, 1);

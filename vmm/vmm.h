@@ -487,12 +487,14 @@ enum api_cmd {
 	API_PAUSE,
 	API_RESUME,
 	API_SNAPSHOT,
+	API_PROFILE,
 };
 
 struct api_request {
 	enum api_cmd cmd;
 	char dir[4096];	 /* API_SNAPSHOT: absolute */
 	bool stop_after; /* API_SNAPSHOT: "then":"stop" */
+	unsigned top;	 /* API_PROFILE: rows (default 10, 1-100) */
 };
 
 typedef struct json_t json_t;
