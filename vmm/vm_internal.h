@@ -92,6 +92,8 @@ struct vcpu {
 	int prof_fd[PROF_MAX_EVENTS];
 	struct prof_ring prof_ring;
 	uint64_t prof_last_ns; /* the last sample, for the rate cap */
+	/* This process's counts (the stats fields continue across a restore); main reads them relaxed. */
+	uint64_t prof_samples, prof_dropped, prof_throttled;
 	/* A restore: the PV PMU state this thread loads before its first KVM_RUN, or NULL. */
 	const struct pmu_vcpu_state *restore_pmu;
 };

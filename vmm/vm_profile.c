@@ -218,6 +218,7 @@ void vm_profile_sample(struct vcpu *v, int fd)
 		return;
 	/* The rate cap: at most PROF_MAX_RATE samples a second per vCPU. */
 	if (v->prof_last_ns && t0 - v->prof_last_ns < 1000000000ULL / PROF_MAX_RATE) {
+		__atomic_store_n(&v->prof_throttled, v->prof_throttled + 1, __ATOMIC_RELAXED);
 		sb_begin(v->stats);
 		sb_add(v->stats, sf->prof_throttled, 1);
 		sb_end(v->stats);
@@ -241,6 +242,10 @@ void vm_profile_sample(struct vcpu *v, int fd)
 	s.depth = 1;
 	walk_stack(v->vm, sregs, regs->rbp, &s);
 	pushed = prof_ring_push(&v->prof_ring, &s);
+	if (pushed)
+		__atomic_store_n(&v->prof_samples, v->prof_samples + 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&v->prof_dropped, v->prof_dropped + 1, __ATOMIC_RELAXED);
 	sb_begin(v->stats);
 	sb_add(v->stats, pushed ? sf->prof_samples : sf->prof_dropped, 1);
 	sb_add(v->stats, sf->prof_sample_ns, util_now_ns() - t0);
@@ -273,9 +278,9 @@ json_t *vm_profile_json(struct vm *vm)
 	if (!c)
 		return NULL;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		c[i] = sb_get(vm->stats, i, vm->sf.prof_samples);
-		c[vm->nr_vcpus + i] = sb_get(vm->stats, i, vm->sf.prof_dropped);
-		c[2 * vm->nr_vcpus + i] = sb_get(vm->stats, i, vm->sf.prof_throttled);
+		c[i] = __atomic_load_n(&vm->vcpus[i].prof_samples, __ATOMIC_RELAXED);
+		c[vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_dropped, __ATOMIC_RELAXED);
+		c[2 * vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_throttled, __ATOMIC_RELAXED);
 	}
 	j = prof_to_json(&p->data, &(struct prof_meta){ .spec = &p->spec,
 							.syms = &p->syms,

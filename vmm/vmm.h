@@ -399,6 +399,8 @@ struct snap {
 	uint32_t host_kind, tsc_khz;
 	uint64_t host_flags, created_ns; /* CLOCK_REALTIME at the snapshot */
 	const char *kernel, *cmdline, *writer;
+	/* host-side profiling (optional: "" when absent or off): the --profile spec, the --symbols file */
+	const char *profile, *profile_symbols;
 	/* memory file */
 	uint64_t mem_checksum; /* XXH3-64 of the memory file */
 	/* VM-wide KVM state */

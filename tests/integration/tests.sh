@@ -1145,6 +1145,58 @@ run profile-pmu-count 240 "$PV" run --kernel "$G/pmu-count.elf" --profile task-c
 pmu_guest profile-pmu-count 25
 [ "$("$JC" samples <"$T/prof6/profile.json")" -gt 0 ] || bad "no samples"
 done_test
+# Live: the control socket's profile request and perfvisor stat --profile-top, while it runs.
+cur=profile-live; ok=1
+start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-live" \
+	--api-socket "$T/prof-live.sock" --cmdline "ms=4000" --timeout 100
+i=0; while [ ! -S "$T/prof-live.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 2
+"$PV" api "$T/prof-live.sock" '{"cmd":"profile","top":2}' >"$T/$cur.api" 2>&1 || bad "profile request failed: $(cat "$T/$cur.api")"
+"$JC" top/0/symbol=hot_a top/1/symbol=hot_b spec=task-clock:1000000ns <"$T/$cur.api" >/dev/null ||
+	bad "profile reply: $(cat "$T/$cur.api")"
+"$PV" api "$T/prof-live.sock" '{"cmd":"profile","top":0}' >"$T/$cur.api2" 2>&1
+grep -q '"top\\" must be 1 to 100' "$T/$cur.api2" || bad "top 0 accepted: $(cat "$T/$cur.api2")"
+"$PV" stat "$T/prof-live.sock" --once --fields 'profile.*' --profile-top 3 >"$T/$cur.stat" 2>&1 || bad "stat failed"
+grep -q '^profile task-clock:1000000ns: [0-9]* samples' "$T/$cur.stat" || bad "stat shows no profile"
+awk '$NF == "hot_a" { f = 1 } END { exit !f }' "$T/$cur.stat" || bad "stat: hot_a not among the top symbols"
+awk '$1 == "0" && $3 > 0 { f = 1 } END { exit !f }' "$T/$cur.stat" || bad "stat: profile.samples of vCPU 0 is not > 0"
+sed 's/^/    | /' "$T/$cur.stat"
+stop_vm
+expect_status 0; expect_out '^SUMMARY:'
+done_test
+run profile-stat-pid 20 "$PV" stat 1 --profile-top 3
+expect_status 2; expect_err '--profile-top needs a control socket TARGET'; done_test
+cur=profile-not-profiled; ok=1
+start_vm $cur 60 run --kernel "$G/behave.elf" --cmdline "mode=hang" --api-socket "$T/prof-no.sock" --timeout 50
+i=0; while [ ! -S "$T/prof-no.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+"$PV" api "$T/prof-no.sock" '{"cmd":"profile"}' >"$T/$cur.api" 2>&1
+grep -q 'this VM is not profiled' "$T/$cur.api" || bad "reply: $(cat "$T/$cur.api")"
+stop_vm TERM; st=0
+done_test
+
+# Snapshot and restore: the profile's configuration is part of the VM's state. The first
+# process writes the samples up to the snapshot; the restored one profiles the rest, same spec.
+cur=profile-snapshot; ok=1
+start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-a" --symbols "$G/profile.map" \
+	--api-socket "$T/prof.sock" --cmdline "ms=3000" --timeout 100
+i=0; while [ ! -S "$T/prof.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+sleep 1
+"$PV" snapshot "$T/prof.sock" --output "$T/prof-snap" --stop >>"$T/$cur.out" 2>>"$T/$cur.err" || bad "snapshot failed"
+stop_vm
+expect_status 0; expect_err "samples written to $T/prof-a"
+"$PV" snapshot-info "$T/prof-snap" >"$T/$cur.info" 2>&1
+grep -q "^profile: task-clock:1000000ns, symbols from $G/profile.map" "$T/$cur.info" || bad "snapshot-info: $(grep profile "$T/$cur.info")"
+"$JC" spec=task-clock:1000000ns <"$T/prof-a/profile.json" >/dev/null || bad "first profile: wrong spec"
+[ "$("$JC" samples <"$T/prof-a/profile.json")" -gt 100 ] || bad "first profile: too few samples"
+done_test
+run profile-restore 120 "$PV" run --restore "$T/prof-snap" --profile-output "$T/prof-b" --timeout 100
+expect_status 0; expect_out '^SUMMARY:'; expect_clean; expect_err "samples written to $T/prof-b"
+prof_checks "$T/prof-b"; prof_ratio "$T/prof-b" 5 hot_a hot_b
+"$JC" spec=task-clock:1000000ns symbols=System.map <"$T/prof-b/profile.json" >/dev/null || bad "restored profile: wrong spec or symbols"
+done_test
+run profile-restore-twice 20 "$PV" run --restore "$T/prof-snap" --profile cpu-clock:1ms --timeout 10
+expect_status 2; expect_err '--profile cannot be combined with --restore'; done_test
+
 # Bad values: one clear line each, exit status 2 (or 125 for what only the VM setup finds).
 prof_bad() { # NAME STATUS MESSAGE ARGS...
 	n=$1; want=$2; msg=$3; shift 3
