@@ -116,14 +116,14 @@ int prof_spec_parse(const char *s, bool hw_pmu, struct prof_spec *out, struct er
 	char buf[256], *save = NULL;
 	size_t at = 0;
 
-	memset(out, 0, sizeof(*out));
-	if (!*s)
-		return errbuf_set(err, -EINVAL, "--profile needs EVENT:PERIOD, e.g. task-clock:1ms");
 	if (strlen(s) >= sizeof(buf))
 		return errbuf_set(err, -EINVAL, "--profile: the value is too long");
-	strcpy(buf, s);
+	strcpy(buf, s); /* first: s may be out->text */
+	memset(out, 0, sizeof(*out));
+	if (!*buf)
+		return errbuf_set(err, -EINVAL, "--profile needs EVENT:PERIOD, e.g. task-clock:1ms");
 	if (buf[0] == ',' || buf[strlen(buf) - 1] == ',' || strstr(buf, ",,"))
-		return errbuf_set(err, -EINVAL, "--profile '%s': an empty item in the list", s);
+		return errbuf_set(err, -EINVAL, "--profile '%s': an empty item in the list", buf);
 	for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
 		struct prof_event *e;
 		int rc;

@@ -222,7 +222,7 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		return cpuid_parse_hide(arg, &cfg->cpuid_hide, err);
 	case OPT_PROFILE:
 		/* The syntax here; whether this host has the events, in main.c (prof_spec_check_host). */
-		return prof_spec_parse(arg, true, &cfg->prof, err);
+		return prof_spec_parse(arg, true, &cfg->prof, err) ? -EINVAL : 0;
 	case OPT_PROFILE_OUTPUT:
 		if (arg[0] == '\0')
 			return errbuf_set(err, -EINVAL, "--profile-output needs a directory path");
