@@ -315,6 +315,7 @@ struct prof_meta {
 	const struct prof_symtab *syms;
 	const char *kernel;
 	const uint64_t *per_vcpu_samples, *per_vcpu_dropped, *per_vcpu_throttled; /* nr_vcpus each */
+	const uint64_t *per_vcpu_sample_ns;					  /* NULL: not known */
 	uint64_t duration_ns;
 };
 

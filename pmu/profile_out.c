@@ -115,10 +115,12 @@ json_t *prof_to_json(const struct prof_data *d, const struct prof_meta *m)
 							"period", (json_int_t)m->spec->e[i].period, "unit",
 							m->spec->e[i].ev->ns ? "ns" : "events"));
 	for (unsigned i = 0; i < d->nr_vcpus; i++)
-		json_array_append_new(vcpus, json_pack("{s:i, s:I, s:I, s:I}", "vcpu", (json_int_t)i,
-						       "samples", (json_int_t)m->per_vcpu_samples[i],
-						       "dropped", (json_int_t)m->per_vcpu_dropped[i],
-						       "throttled", (json_int_t)m->per_vcpu_throttled[i]));
+		json_array_append_new(
+			vcpus, json_pack("{s:i, s:I, s:I, s:I, s:I}", "vcpu", (json_int_t)i, "samples",
+					 (json_int_t)m->per_vcpu_samples[i], "dropped",
+					 (json_int_t)m->per_vcpu_dropped[i], "throttled",
+					 (json_int_t)m->per_vcpu_throttled[i], "sample_ns",
+					 (json_int_t)(m->per_vcpu_sample_ns ? m->per_vcpu_sample_ns[i] : 0)));
 	for (size_t i = 0; i < d->cap && !rc; i++)
 		if (d->stacks[i].used)
 			rc = add_stack(stacks, seen, &d->stacks[i], m->syms, &unknown);

@@ -93,7 +93,7 @@ struct vcpu {
 	struct prof_ring prof_ring;
 	uint64_t prof_last_ns; /* the last sample, for the rate cap */
 	/* This process's counts (the stats fields continue across a restore); main reads them relaxed. */
-	uint64_t prof_samples, prof_dropped, prof_throttled;
+	uint64_t prof_samples, prof_dropped, prof_throttled, prof_sample_ns;
 	/* A restore: the PV PMU state this thread loads before its first KVM_RUN, or NULL. */
 	const struct pmu_vcpu_state *restore_pmu;
 };

@@ -206,7 +206,7 @@ static void walk_stack(const struct vm *vm, const struct kvm_sregs *sr, uint64_t
 void vm_profile_sample(struct vcpu *v, int fd)
 {
 	const struct vm_stats_fields *sf = &v->vm->sf;
-	uint64_t t0 = util_now_ns();
+	uint64_t t0 = util_now_ns(), t1;
 	struct kvm_regs regs_buf;
 	struct kvm_sregs sregs_buf;
 	const struct kvm_regs *regs = &regs_buf;
@@ -248,8 +248,10 @@ void vm_profile_sample(struct vcpu *v, int fd)
 		__atomic_store_n(&v->prof_dropped, v->prof_dropped + 1, __ATOMIC_RELAXED);
 	sb_begin(v->stats);
 	sb_add(v->stats, pushed ? sf->prof_samples : sf->prof_dropped, 1);
-	sb_add(v->stats, sf->prof_sample_ns, util_now_ns() - t0);
+	t1 = util_now_ns();
+	sb_add(v->stats, sf->prof_sample_ns, t1 - t0);
 	sb_end(v->stats);
+	__atomic_store_n(&v->prof_sample_ns, v->prof_sample_ns + (t1 - t0), __ATOMIC_RELAXED);
 }
 
 /* ---- the main thread ----------------------------------------------------------------- */
@@ -274,13 +276,14 @@ json_t *vm_profile_json(struct vm *vm)
 	if (!p->spec.n)
 		return NULL;
 	vm_profile_drain(vm);
-	c = calloc(3 * (size_t)vm->nr_vcpus, sizeof(*c));
+	c = calloc(4 * (size_t)vm->nr_vcpus, sizeof(*c));
 	if (!c)
 		return NULL;
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		c[i] = __atomic_load_n(&vm->vcpus[i].prof_samples, __ATOMIC_RELAXED);
 		c[vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_dropped, __ATOMIC_RELAXED);
 		c[2 * vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_throttled, __ATOMIC_RELAXED);
+		c[3 * vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_sample_ns, __ATOMIC_RELAXED);
 	}
 	j = prof_to_json(&p->data, &(struct prof_meta){ .spec = &p->spec,
 							.syms = &p->syms,
@@ -288,6 +291,7 @@ json_t *vm_profile_json(struct vm *vm)
 							.per_vcpu_samples = c,
 							.per_vcpu_dropped = c + vm->nr_vcpus,
 							.per_vcpu_throttled = c + 2 * vm->nr_vcpus,
+							.per_vcpu_sample_ns = c + 3 * vm->nr_vcpus,
 							.duration_ns = util_now_ns() - p->start_ns });
 	free(c);
 	return j;
