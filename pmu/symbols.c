@@ -75,6 +75,44 @@ struct sym_ent {
 	uint64_t value, size;
 };
 
+struct shdr_ent {
+	uint32_t type;
+	uint64_t offset, size, entsize, link;
+};
+
+/* Copied out (memcpy): a file's offsets need not be aligned for the structures. */
+static void shdr_at(const unsigned char *at, bool is64, struct shdr_ent *o)
+{
+	if (is64) {
+		Elf64_Shdr s;
+
+		memcpy(&s, at, sizeof(s));
+		*o = (struct shdr_ent){ s.sh_type, s.sh_offset, s.sh_size, s.sh_entsize, s.sh_link };
+	} else {
+		Elf32_Shdr s;
+
+		memcpy(&s, at, sizeof(s));
+		*o = (struct shdr_ent){ s.sh_type, s.sh_offset, s.sh_size, s.sh_entsize, s.sh_link };
+	}
+}
+
+static void sym_at(const unsigned char *at, bool is64, struct sym_ent *o)
+{
+	if (is64) {
+		Elf64_Sym s;
+
+		memcpy(&s, at, sizeof(s));
+		*o = (struct sym_ent){ s.st_name, ELF64_ST_TYPE(s.st_info), s.st_shndx, s.st_value,
+				       s.st_size };
+	} else {
+		Elf32_Sym s;
+
+		memcpy(&s, at, sizeof(s));
+		*o = (struct sym_ent){ s.st_name, ELF32_ST_TYPE(s.st_info), s.st_shndx, s.st_value,
+				       s.st_size };
+	}
+}
+
 static bool in_file(size_t len, uint64_t off, uint64_t size)
 {
 	return off <= len && size <= len - off;
@@ -93,20 +131,23 @@ int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, s
 	if (len < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG))
 		return errbuf_set(err, -EINVAL, "not an ELF file");
 	is64 = p[EI_CLASS] == ELFCLASS64;
+	/* Every structure is copied out: offsets in a file need not be aligned. */
 	if (is64 && len >= sizeof(Elf64_Ehdr)) {
-		const Elf64_Ehdr *h = image;
+		Elf64_Ehdr h;
 
-		shoff = h->e_shoff;
-		shnum = h->e_shnum;
-		shentsize = h->e_shentsize;
+		memcpy(&h, image, sizeof(h));
+		shoff = h.e_shoff;
+		shnum = h.e_shnum;
+		shentsize = h.e_shentsize;
 		if (shentsize != sizeof(Elf64_Shdr) && shnum)
 			return errbuf_set(err, -EINVAL, "ELF: bad section header size");
 	} else if (!is64 && p[EI_CLASS] == ELFCLASS32 && len >= sizeof(Elf32_Ehdr)) {
-		const Elf32_Ehdr *h = image;
+		Elf32_Ehdr h;
 
-		shoff = h->e_shoff;
-		shnum = h->e_shnum;
-		shentsize = h->e_shentsize;
+		memcpy(&h, image, sizeof(h));
+		shoff = h.e_shoff;
+		shnum = h.e_shnum;
+		shentsize = h.e_shentsize;
 		if (shentsize != sizeof(Elf32_Shdr) && shnum)
 			return errbuf_set(err, -EINVAL, "ELF: bad section header size");
 	} else {
@@ -117,52 +158,24 @@ int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, s
 	if (!in_file(len, shoff, (uint64_t)shnum * shentsize))
 		return errbuf_set(err, -EINVAL, "ELF: section headers outside the file");
 	for (unsigned i = 0; i < shnum; i++) {
-		uint64_t off, size, entsize, link, stroff, strsize;
-		uint32_t type;
+		struct shdr_ent sh, str;
 
-		if (is64) {
-			const Elf64_Shdr *s = (const void *)(p + shoff + (uint64_t)i * shentsize);
-
-			type = s->sh_type, off = s->sh_offset, size = s->sh_size, entsize = s->sh_entsize,
-			link = s->sh_link;
-		} else {
-			const Elf32_Shdr *s = (const void *)(p + shoff + (uint64_t)i * shentsize);
-
-			type = s->sh_type, off = s->sh_offset, size = s->sh_size, entsize = s->sh_entsize,
-			link = s->sh_link;
-		}
-		if (type != SHT_SYMTAB)
+		shdr_at(p + shoff + (uint64_t)i * shentsize, is64, &sh);
+		if (sh.type != SHT_SYMTAB)
 			continue;
-		if (entsize != (is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym)) || link >= shnum ||
-		    !in_file(len, off, size))
+		if (sh.entsize != (is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym)) || sh.link >= shnum ||
+		    !in_file(len, sh.offset, sh.size))
 			return errbuf_set(err, -EINVAL, "ELF: malformed .symtab");
-		if (is64) {
-			const Elf64_Shdr *l = (const void *)(p + shoff + link * shentsize);
-
-			stroff = l->sh_offset, strsize = l->sh_size;
-		} else {
-			const Elf32_Shdr *l = (const void *)(p + shoff + link * shentsize);
-
-			stroff = l->sh_offset, strsize = l->sh_size;
-		}
-		if (!in_file(len, stroff, strsize))
+		shdr_at(p + shoff + sh.link * shentsize, is64, &str);
+		if (!in_file(len, str.offset, str.size))
 			return errbuf_set(err, -EINVAL, "ELF: string table outside the file");
-		for (uint64_t j = 1; j < size / entsize; j++) {
+		for (uint64_t j = 1; j < sh.size / sh.entsize; j++) {
+			uint64_t stroff = str.offset, strsize = str.size;
 			struct sym_ent e;
 			const char *name;
 			int rc;
 
-			if (is64) {
-				const Elf64_Sym *s = (const void *)(p + off + j * entsize);
-
-				e = (struct sym_ent){ s->st_name, ELF64_ST_TYPE(s->st_info), s->st_shndx,
-						      s->st_value, s->st_size };
-			} else {
-				const Elf32_Sym *s = (const void *)(p + off + j * entsize);
-
-				e = (struct sym_ent){ s->st_name, ELF32_ST_TYPE(s->st_info), s->st_shndx,
-						      s->st_value, s->st_size };
-			}
+			sym_at(p + sh.offset + j * sh.entsize, is64, &e);
 			if ((e.type != STT_FUNC && e.type != STT_NOTYPE) || e.shndx == SHN_UNDEF ||
 			    e.shndx >= SHN_LORESERVE || e.name >= strsize)
 				continue;

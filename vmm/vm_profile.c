@@ -59,18 +59,19 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 				  p->out_dir);
 	p->kernel = symfile;
 	rc = loader_read_file(symfile, vm->cfg.symbols ? "--symbols" : "kernel", 1ULL << 30, &buf, &len, err);
-	if (rc)
-		return rc;
-	if (loader_is_elf(buf, len))
+	if (!rc && loader_is_elf(buf, len))
 		rc = prof_symtab_load_elf(&p->syms, buf, len, err);
-	else if (vm->cfg.symbols)
+	else if (!rc && vm->cfg.symbols)
 		rc = prof_symtab_load_text(&p->syms, buf, len, err);
-	else
-		rc = 0; /* a bzImage or flat kernel has no symbols: samples show addresses */
+	/* else a bzImage or flat kernel has no symbols: samples show addresses */
 	free(buf);
 	if (rc) {
 		loader_prefix_error(err, vm->cfg.symbols ? "--symbols" : "kernel", symfile);
-		return rc;
+		if (vm->cfg.symbols)
+			return rc;
+		/* The kernel's own table is a bonus (and a restore may not find the file again). */
+		vm_log(vm, "profile: no symbols from the kernel (%s); samples show addresses", err->msg);
+		prof_symtab_fini(&p->syms);
 	}
 	if (!p->syms.source[0])
 		snprintf(p->syms.source, sizeof(p->syms.source), "none");
