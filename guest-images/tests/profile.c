@@ -24,11 +24,15 @@ struct job {
 
 static struct job jobs[PV_MAX_CPUS];
 
-__hot_fn uint64_t hot_a(uint64_t x, uint64_t n)
+/*
+ * n LCG steps, inlined into each hot function (so each is one leaf with
+ * its own copy of the loop). The stack slot makes gcc 12 give the leaf a
+ * frame pointer, which it omits in leaves without one.
+ */
+static inline __attribute__((always_inline)) uint64_t lcg_steps(uint64_t x, uint64_t n)
 {
-	volatile uint64_t frame; /* a stack slot: gcc 12 gives a leaf without one no frame pointer */
+	volatile uint64_t frame = n;
 
-	frame = n;
 	for (uint64_t i = 0; i < frame; i++) {
 		x = x * LCG_A + LCG_C;
 		asm volatile("" : "+r"(x));
@@ -36,16 +40,14 @@ __hot_fn uint64_t hot_a(uint64_t x, uint64_t n)
 	return x;
 }
 
+__hot_fn uint64_t hot_a(uint64_t x, uint64_t n)
+{
+	return lcg_steps(x, n);
+}
+
 __hot_fn uint64_t hot_b(uint64_t x, uint64_t n)
 {
-	volatile uint64_t frame; /* a stack slot: gcc 12 gives a leaf without one no frame pointer */
-
-	frame = n;
-	for (uint64_t i = 0; i < frame; i++) {
-		x = x * LCG_A + LCG_C;
-		asm volatile("" : "+r"(x));
-	}
-	return x;
+	return lcg_steps(x, n);
 }
 
 __hot_fn uint64_t work_round(struct job *j, uint64_t x)
