@@ -1145,12 +1145,23 @@ run profile-pmu-count 240 "$PV" run --kernel "$G/pmu-count.elf" --profile task-c
 pmu_guest profile-pmu-count 25
 [ "$("$JC" samples <"$T/prof6/profile.json")" -gt 0 ] || bad "no samples"
 done_test
+# prof_wait SOCKET N: up to 60 s for the live profile to have N samples with hot_a on top.
+prof_wait() {
+	i=0
+	while [ $i -lt 600 ]; do
+		r=$("$PV" api "$1" '{"cmd":"profile","top":1}' 2>/dev/null)
+		n=$(echo "$r" | "$JC" samples 2>/dev/null)
+		[ "${n:-0}" -ge "$2" ] && echo "$r" | "$JC" top/0/symbol=hot_a >/dev/null 2>&1 && return 0
+		sleep 0.1; i=$((i + 1))
+	done
+	return 1
+}
 # Live: the control socket's profile request and perfvisor stat --profile-top, while it runs.
 cur=profile-live; ok=1
 start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-live" \
-	--api-socket "$T/prof-live.sock" --cmdline "ms=4000" --timeout 100
+	--api-socket "$T/prof-live.sock" --cmdline "ms=5000" --timeout 100
 i=0; while [ ! -S "$T/prof-live.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 2
+prof_wait "$T/prof-live.sock" 300 || bad "the live profile never had 300 samples with hot_a on top"
 "$PV" api "$T/prof-live.sock" '{"cmd":"profile","top":2}' >"$T/$cur.api" 2>&1 || bad "profile request failed: $(cat "$T/$cur.api")"
 "$JC" top/0/symbol=hot_a top/1/symbol=hot_b spec=task-clock:1000000ns <"$T/$cur.api" >/dev/null ||
 	bad "profile reply: $(cat "$T/$cur.api")"
@@ -1178,9 +1189,9 @@ done_test
 # process writes the samples up to the snapshot; the restored one profiles the rest, same spec.
 cur=profile-snapshot; ok=1
 start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-a" --symbols "$G/profile.map" \
-	--api-socket "$T/prof.sock" --cmdline "ms=3000" --timeout 100
+	--api-socket "$T/prof.sock" --cmdline "ms=4000" --timeout 100
 i=0; while [ ! -S "$T/prof.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
-sleep 1
+prof_wait "$T/prof.sock" 200 || bad "the profile never had 200 samples with hot_a on top"
 "$PV" snapshot "$T/prof.sock" --output "$T/prof-snap" --stop >>"$T/$cur.out" 2>>"$T/$cur.err" || bad "snapshot failed"
 stop_vm
 expect_status 0; expect_err "samples written to $T/prof-a"
