@@ -35,6 +35,21 @@ int vm_profile_signal(void)
 	return SIGRTMIN + 2;
 }
 
+/* The profile is written at the end: find out now whether it can be (the parent exists, is writable). */
+static int parent_writable(const char *dir)
+{
+	char parent[4096];
+	const char *slash = strrchr(dir, '/');
+
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == dir)
+		snprintf(parent, sizeof(parent), "/");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir);
+	return access(parent, W_OK | X_OK) ? -errno : 0;
+}
+
 int vm_profile_create(struct vm *vm, struct errbuf *err)
 {
 	struct vm_profile *p = &vm->prof;
@@ -57,6 +72,10 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	if (stat(p->out_dir, &st) == 0)
 		return errbuf_set(err, -EEXIST, "--profile-output '%s' already exists; give a new directory",
 				  p->out_dir);
+	rc = parent_writable(p->out_dir);
+	if (rc)
+		return errbuf_set(err, rc, "--profile-output '%s': its parent directory: %s", p->out_dir,
+				  strerror(-rc));
 	p->kernel = symfile;
 	rc = loader_read_file(symfile, vm->cfg.symbols ? "--symbols" : "kernel", 1ULL << 30, &buf, &len, err);
 	if (!rc && loader_is_elf(buf, len))
@@ -322,6 +341,19 @@ static int write_file(const char *dir, const char *name, const json_t *prof, int
 	return 0;
 }
 
+/* A profile that could not be finished (a full disk): no half directory stays behind. */
+static void remove_tmp(const char *tmp)
+{
+	static const char *const files[] = { "profile.json", "stacks.folded", "symbols.txt" };
+	char path[4300];
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", tmp, files[i]);
+		unlink(path);
+	}
+	rmdir(tmp);
+}
+
 int vm_profile_write(struct vm *vm, struct errbuf *err)
 {
 	struct vm_profile *p = &vm->prof;
@@ -352,6 +384,8 @@ int vm_profile_write(struct vm *vm, struct errbuf *err)
 	if (!rc)
 		vm_log(vm, "profile: %" PRIu64 " samples written to %s (perfvisor profile report %s)",
 		       p->data.samples, p->out_dir, p->out_dir);
+	else
+		remove_tmp(tmp);
 	json_decref(j);
 	return rc;
 }

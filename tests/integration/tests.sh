@@ -1236,6 +1236,8 @@ fi
 prof_bad output-alone 2 '--profile-output needs --profile' --profile-output "$T/profnever"
 prof_bad symbols-alone 2 '--symbols needs --profile' --symbols "$G/profile.map"
 prof_bad output-exists 125 "already exists" --profile task-clock:1ms --profile-output "$T/prof1"
+prof_bad output-no-parent 125 "its parent directory: No such file or directory" --profile task-clock:1ms \
+	--profile-output "$T/nothere/prof"
 prof_bad symbols-missing 125 "--symbols '$T/nothere'" --profile task-clock:1ms --symbols "$T/nothere" --profile-output "$T/profnever"
 printf 'not a symbol file\n' >"$T/nosyms.txt"
 prof_bad symbols-empty 125 'no text symbols in it' --profile task-clock:1ms --symbols "$T/nosyms.txt" --profile-output "$T/profnever"
