@@ -1140,6 +1140,26 @@ run profile-symbols-file 120 "$PV" run --kernel "$G/profile.stripped" --profile 
 expect_status 0; expect_clean; prof_checks "$T/prof5"; prof_ratio "$T/prof5" 5 hot_a hot_b
 "$JC" symbols=System.map <"$T/prof5/profile.json" >/dev/null || bad "symbols is not System.map"
 done_test
+# Other boot protocols: a multiboot kernel (an ELF32: its .symtab), a Linux bzImage (no symbols:
+# addresses, many distinct stacks, sorted at exit under the main thread's filter), and the same
+# bzImage with its ELF given as --symbols.
+run profile-multiboot 120 "$PV" run --kernel "$G/multiboot.elf" --cmdline "path=$G/multiboot.elf mods=0" \
+	--profile task-clock:200us --profile-output "$T/prof-mb" --timeout 100
+expect_status 0; expect_err "samples written to $T/prof-mb"
+"$JC" symbols="ELF .symtab" <"$T/prof-mb/profile.json" >/dev/null || bad "multiboot: no ELF32 symbols"
+grep -q '^vcpu0;ring0;.*[a-z_]* [0-9]*$' "$T/prof-mb/stacks.folded" || bad "multiboot: no symbolized stack"
+done_test
+run profile-bzimage 120 "$PV" run --kernel "$G/linux.bzimage" --profile task-clock:200us --profile-output "$T/prof-lx" --timeout 100
+expect_status 0; expect_err "samples written to $T/prof-lx"
+"$JC" symbols=none <"$T/prof-lx/profile.json" >/dev/null || bad "bzImage: symbols is not none"
+grep -q '^vcpu0;ring0;0x[0-9a-f;x]* [0-9]*$' "$T/prof-lx/stacks.folded" || bad "bzImage: no address stacks"
+done_test
+run profile-bzimage-symbols 120 "$PV" run --kernel "$G/linux.bzimage" --profile task-clock:200us \
+	--profile-output "$T/prof-lx2" --symbols "$G/linux.elf64" --timeout 100
+expect_status 0
+"$JC" symbols="ELF .symtab" <"$T/prof-lx2/profile.json" >/dev/null || bad "bzImage --symbols: not the ELF's symbols"
+awk '$NF == "format" || $NF == "emit" { f = 1 } END { exit !f }' "$T/prof-lx2/symbols.txt" || bad "bzImage --symbols: no printf internals in the table"
+done_test
 # With the PV PMU: the guest's own counters still count exactly while the host samples it.
 run profile-pmu-count 240 "$PV" run --kernel "$G/pmu-count.elf" --profile task-clock:1ms --profile-output "$T/prof6" --timeout 200
 pmu_guest profile-pmu-count 25
