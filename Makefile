@@ -13,7 +13,9 @@ COMPONENTS := util devices stats pmu vmm
 DEPS_util :=
 DEPS_devices := util
 DEPS_stats := util
+LIBS_stats := -ljansson
 DEPS_pmu := util
+LIBS_pmu := -ljansson
 DEPS_vmm := devices stats pmu util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for
@@ -191,7 +193,8 @@ FUZZ_SRCS_snapshot := fuzz/snapshot.c vmm/snapfmt.c vmm/gmem.c pmu/pmu.c pmu/eve
 FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
-FUZZ_SRCS_loaders := fuzz/loaders.c vmm/loader.c vmm/loader_mb.c vmm/loader_linux.c vmm/gmem.c util/util.c
+FUZZ_SRCS_loaders := fuzz/loaders.c vmm/loader.c vmm/loader_mb.c vmm/loader_linux.c vmm/gmem.c util/util.c \
+	pmu/symbols.c
 FUZZ_OPTS_loaders :=
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
@@ -213,7 +216,7 @@ $(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libde
 # state files, and the guest images for the loaders.
 $(FUZZ_OUT)/corpus-snapshot/.seeded: $(FUZZ_OUT)/snapshot_seed
 	$(Q)mkdir -p $(dir $@) && $< $(dir $@) && touch $@
-$(FUZZ_OUT)/corpus-loaders/.seeded: $(BENCH_OUT)/min64.elf $(BOOT_GUEST_FILES)
+$(FUZZ_OUT)/corpus-loaders/.seeded: $(BENCH_OUT)/min64.elf $(BOOT_GUEST_FILES) $(GUEST_OUT)/profile.map
 	$(Q)mkdir -p $(dir $@) && cp $^ $(dir $@) && touch $@
 FUZZ_SEEDS := $(FUZZ_OUT)/corpus-snapshot/.seeded $(FUZZ_OUT)/corpus-loaders/.seeded
 fuzz-build: $(patsubst %,$(FUZZ_OUT)/%,$(FUZZ_TARGETS)) $(FUZZ_SEEDS)

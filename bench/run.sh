@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # `make bench`: the boot benchmark, then the statistics benchmark
 # (bench/boot.sh runs both), then the PV PMU benchmark (bench/pmu.sh), then
-# the snapshot benchmark (bench/snapshot.sh), then the seccomp benchmark
+# the host-side profiling benchmark (bench/profile.sh), then the snapshot
+# benchmark (bench/snapshot.sh), then the seccomp benchmark
 # (bench/seccomp.sh) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
@@ -23,6 +24,7 @@ for f in perfvisor bench/spawn bench/min64.elf bench/minbios.bin bench/minmb.elf
 done
 [ -e "$build/guests/hello.elf" ] || echo "bench: hello guest not built ($build/guests/hello.elf; make guests): it is left out" >&2
 [ -e "$build/guests/pmu-bench.elf" ] || { echo "bench: $build/guests/pmu-bench.elf is missing; run 'make bench'" >&2; exit 1; }
+[ -e "$build/guests/ring3-compute.elf" ] || { echo "bench: $build/guests/ring3-compute.elf is missing; run 'make bench'" >&2; exit 1; }
 [ -e "$build/guests/snap.elf" ] || { echo "bench: $build/guests/snap.elf is missing; run 'make bench'" >&2; exit 1; }
 pmu_runs=${BENCH_PMU_RUNS:-5}
 case "$pmu_runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PMU_RUNS must be a positive number" >&2; exit 2 ;; esac
@@ -35,6 +37,8 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	echo
 	BUILD=$build BENCH_PMU_RUNS=$pmu_runs BENCH_HOST="KVM on this machine" sh bench/pmu.sh || status=1
 	echo
+	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/profile.sh || status=1
+	echo
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/snapshot.sh || status=1
 	echo
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/seccomp.sh || status=1
@@ -46,6 +50,7 @@ else
 	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "BUILD='$build' BENCH_RUNS=$runs BENCH_HOST='$host' sh bench/boot.sh; s=\$?; echo;
 BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; echo;
+BUILD='$build' BENCH_PROF_RUNS=3 BENCH_PROF_ITERS=100000000 BENCH_HOST='$host' sh bench/profile.sh || s=1; echo;
 BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
 BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; exit \$s"
 fi

@@ -3,7 +3,8 @@
  * libFuzzer target: every kernel loader on the same input (vmm/loader*.c):
  * the ELF64 contract, multiboot v1 (header search and load), the PVH note
  * and the Linux bzImage. A hostile file must be refused or loaded inside
- * guest RAM (4 MiB, checked through gmem_hva), never crash.
+ * guest RAM (4 MiB, checked through gmem_hva), never crash. The profiler's
+ * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text) too.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,8 +22,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct loader_info info;
 	struct loader_linux lx;
 	struct mb_header hdr;
+	struct prof_symtab syms;
 	struct errbuf err;
-	uint64_t entry;
+	uint64_t entry = 0;
 	uint32_t off;
 
 	if (!ready) {
@@ -36,5 +38,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	loader_elf_pvh_entry(data, size, &entry, &err);
 	if (loader_is_bzimage(data, size))
 		loader_load_linux(data, size, &mem, &lx, &err);
+	if (prof_symtab_load_elf(&syms, data, size, &err) == 0) {
+		prof_symtab_find(&syms, entry);
+		prof_symtab_fini(&syms);
+	}
+	if (prof_symtab_load_text(&syms, (const char *)data, size, &err) == 0) {
+		prof_symtab_find(&syms, size);
+		prof_symtab_fini(&syms);
+	}
 	return 0;
 }

@@ -29,6 +29,10 @@ $(GUEST_OUT)/obj/%.o: $(GUEST_SRC)/%.S
 	$(Q)echo "  AS      $@"
 	$(Q)$(CC) $(GUEST_CFLAGS) -c $< -o $@
 
+# The profiler's test guest keeps every frame (no sibling calls), so its
+# expected stacks are exact (docs/profiling.md).
+$(GUEST_OUT)/obj/tests/profile.o: GUEST_CFLAGS += -fno-optimize-sibling-calls
+
 $(GUEST_OUT)/%.elf: $(GUEST_OUT)/obj/tests/%.o $(GUEST_LIB_OBJS) $(GUEST_LDS)
 	$(Q)echo "  LD      $@"
 	$(Q)$(CC) $(GUEST_LDFLAGS) -o $@ $< $(GUEST_LIB_OBJS)
@@ -78,6 +82,15 @@ BOOT_GUEST_FILES := $(GUEST_OUT)/multiboot.elf $(GUEST_OUT)/multiboot-aout.bin $
 BOOT_GUEST_ELFS := $(GUEST_OUT)/multiboot.elf64 $(GUEST_OUT)/multiboot-aout.elf64 $(GUEST_OUT)/pvh.elf \
 	$(GUEST_OUT)/linux.elf64
 
-guests: $(GUEST_ELFS) $(BOOT_GUEST_FILES)
+# The profiler's test guest without symbols, and its symbols as nm text
+# (what --symbols reads, like a System.map), for the integration tests.
+$(GUEST_OUT)/profile.stripped: $(GUEST_OUT)/profile.elf
+	$(Q)echo "  STRIP   $@"
+	$(Q)objcopy --strip-all $< $@
+$(GUEST_OUT)/profile.map: $(GUEST_OUT)/profile.elf
+	$(Q)echo "  NM      $@"
+	$(Q)nm -n $< >$@
+
+guests: $(GUEST_ELFS) $(BOOT_GUEST_FILES) $(GUEST_OUT)/profile.stripped $(GUEST_OUT)/profile.map
 
 .PHONY: guests

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "perfvisor/pvpmu.h"
 #include "util/util.h"
@@ -195,5 +196,143 @@ int pmu_perf_read(int fd, uint64_t *count);
 int pmu_perf_set_period(int fd, uint64_t period);
 /* Probe: can ev be opened here? 0 or -errno. */
 int pmu_perf_probe(const struct pmu_event_info *ev);
+
+/* ---- host-side guest profiling (profile.c, symbols.c; docs/profiling.md) ------------ */
+/*
+ * `perfvisor run --profile EVENT:PERIOD[,...]`: each vCPU thread samples
+ * the guest on the overflow of host counters on itself. What lives here is
+ * pure: the option's parsing, the per-vCPU sample ring (one producer, one
+ * consumer, lock-free), the aggregation of samples into stacks, guest
+ * symbols, and the output formats. The VMM (vmm/vm_profile.c) opens the
+ * counters and reads the guest's registers and stack.
+ */
+#define PROF_MAX_EVENTS 4
+#define PROF_MAX_DEPTH 32		  /* frames per sample, the leaf included */
+#define PROF_MIN_PERIOD_NS 100000ULL	  /* 100 us: time events */
+#define PROF_MAX_PERIOD_NS 10000000000ULL /* 10 s */
+#define PROF_MIN_PERIOD_EVENTS 10000ULL	  /* hardware events */
+#define PROF_MAX_PERIOD_EVENTS 100000000000ULL
+#define PROF_MAX_RATE 20000u /* samples a second per vCPU, whatever the periods */
+#define PROF_RING_SIZE 2048u /* samples buffered per vCPU (a power of two) */
+
+struct prof_event {
+	const struct pmu_event_info *ev; /* task-clock, cpu-clock or a hardware event */
+	uint64_t period;		 /* ns for time events, else events */
+};
+
+struct prof_spec {
+	unsigned n; /* 0: no profiling */
+	struct prof_event e[PROF_MAX_EVENTS];
+	char text[128]; /* normalized, e.g. "task-clock:1000000ns,cycles:100000" */
+};
+
+/*
+ * Parse a --profile value: EVENT:PERIOD[,EVENT:PERIOD]..., time events
+ * (task-clock, cpu-clock) with a unit (ns, us, ms, s), hardware events
+ * (cycles, instructions, ...) with a count. hw_pmu says whether this host
+ * has a hardware PMU: without one a hardware event is an error. 0, or
+ * -EINVAL with one line naming the problem. Pure.
+ */
+int prof_spec_parse(const char *s, bool hw_pmu, struct prof_spec *out, struct errbuf *err);
+/* Can this host open every event of spec (pmu_perf_probe)? 0, or -errno with a message. Any thread. */
+int prof_spec_check_host(const struct prof_spec *spec, struct errbuf *err);
+
+/* One sample: where a vCPU was, and the return addresses of its stack (leaf first). */
+struct prof_sample {
+	uint8_t cpl;   /* 0..3 */
+	uint8_t event; /* index into prof_spec.e */
+	uint8_t depth; /* pc[0..depth-1] valid, >= 1 */
+	uint8_t flags; /* PROF_SAMPLE_* */
+	uint32_t vcpu;
+	uint64_t pc[PROF_MAX_DEPTH];
+};
+#define PROF_SAMPLE_TRUNCATED (1u << 0) /* the walk stopped at a pointer outside guest RAM */
+
+/*
+ * The per-vCPU ring: the vCPU thread pushes, the main thread pops; acquire
+ * and release on the two indices, no lock. A push to a full ring fails and
+ * the caller counts the sample as dropped.
+ */
+struct prof_ring {
+	uint64_t head;		  /* written by the producer */
+	uint64_t tail;		  /* written by the consumer */
+	struct prof_sample *slot; /* PROF_RING_SIZE */
+};
+
+int prof_ring_init(struct prof_ring *r);
+void prof_ring_fini(struct prof_ring *r);
+/* Producer only: false if full. */
+bool prof_ring_push(struct prof_ring *r, const struct prof_sample *s);
+/* Consumer only: false if empty. */
+bool prof_ring_pop(struct prof_ring *r, struct prof_sample *s);
+
+/* Guest symbols: sorted function ranges. */
+struct prof_sym {
+	uint64_t addr, size; /* size 0: up to the next symbol */
+	char *name;
+};
+
+struct prof_symtab {
+	struct prof_sym *sym;
+	size_t n;
+	char source[64]; /* "ELF .symtab", "System.map", "none" */
+};
+
+/*
+ * Load the function symbols of an ELF image (.symtab, ELF32 or ELF64) or
+ * of nm/System.map text ("ADDR TYPE NAME" lines, text symbols). An ELF
+ * without a symbol table gives an empty table (0: samples show addresses).
+ * -EINVAL with a message for text with no symbol in it or a malformed ELF.
+ */
+int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err);
+int prof_symtab_load_text(struct prof_symtab *t, const char *text, size_t len, struct errbuf *err);
+void prof_symtab_fini(struct prof_symtab *t);
+/* The symbol containing addr, or NULL. */
+const struct prof_sym *prof_symtab_find(const struct prof_symtab *t, uint64_t addr);
+
+/* Samples aggregated by (vCPU, CPL, stack): an open-addressed table of bounded size. */
+struct prof_stack {
+	uint64_t count;
+	uint32_t vcpu;
+	uint8_t cpl, depth, used, truncated;
+	uint64_t pc[PROF_MAX_DEPTH];
+};
+
+struct prof_data {
+	struct prof_stack *stacks;
+	size_t cap, n;
+	uint64_t samples, lost; /* lost: a full table (counted, shown as [lost]) */
+	unsigned nr_vcpus;
+};
+
+int prof_data_init(struct prof_data *d, unsigned nr_vcpus, size_t cap);
+void prof_data_fini(struct prof_data *d);
+void prof_data_add(struct prof_data *d, const struct prof_sample *s);
+
+/* What the writers need besides the samples. */
+struct prof_meta {
+	const struct prof_spec *spec;
+	const struct prof_symtab *syms;
+	const char *kernel;
+	const uint64_t *per_vcpu_samples, *per_vcpu_dropped, *per_vcpu_throttled; /* nr_vcpus each */
+	const uint64_t *per_vcpu_sample_ns;					  /* NULL: not known */
+	uint64_t duration_ns;
+};
+
+typedef struct json_t json_t;
+/*
+ * The whole profile as JSON (docs/profiling.md "profile.json"): the
+ * configuration, per-vCPU counts, and every stack symbolized (frames
+ * outermost first). NULL when out of memory.
+ */
+json_t *prof_to_json(const struct prof_data *d, const struct prof_meta *m);
+/* Folded stacks from that JSON: "vcpuN;ring0;outer;...;leaf COUNT" lines. 0 or -errno. */
+int prof_write_folded(FILE *out, const json_t *profile);
+/* The per-symbol table (self, total, percent, per vCPU), its `top` rows (0: all). 0 or -errno. */
+int prof_write_table(FILE *out, const json_t *profile, unsigned top);
+/* The table's first `top` rows as JSON: [{"symbol","self","total","percent","vcpus":[...]}]. NULL: no memory. */
+json_t *prof_top_json(const json_t *profile, unsigned top);
+/* `perfvisor profile report DIR [--folded|--top N|--json]` (argv[0] is "profile"). */
+int prof_cmd_profile(int argc, char **argv);
 
 #endif

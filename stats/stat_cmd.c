@@ -35,6 +35,8 @@ static const char stat_usage[] =
 	"  --interval SECONDS  period of the live table or the JSON stream (default 1, min 0.01)\n"
 	"  --count N           stop after N samples\n"
 	"  --fields GLOB[,GLOB...]  only fields whose name matches (fnmatch)\n"
+	"  --profile-top N     with a control socket TARGET and the table: below it, the top N\n"
+	"                      symbols of the VM's profile (perfvisor run --profile; docs/profiling.md)\n"
 	"  --help              show this help\n";
 
 enum stat_format {
@@ -51,6 +53,7 @@ struct stat_opts {
 	uint64_t count; /* samples; 0: until the VM stops or we are interrupted */
 	const char *fields;
 	bool interval_set, count_set;
+	uint64_t profile_top; /* 0: no profile rows */
 };
 
 struct stat_ctx {
@@ -89,7 +92,8 @@ static int parse_opts(int argc, char **argv, struct stat_opts *o)
 		O_INTERVAL,
 		O_COUNT,
 		O_FIELDS,
-		O_HELP
+		O_HELP,
+		O_PROFILE_TOP
 	};
 	static const struct option opts[] = {
 		{ "once", no_argument, NULL, O_ONCE },
@@ -99,6 +103,7 @@ static int parse_opts(int argc, char **argv, struct stat_opts *o)
 		{ "count", required_argument, NULL, O_COUNT },
 		{ "fields", required_argument, NULL, O_FIELDS },
 		{ "help", no_argument, NULL, O_HELP },
+		{ "profile-top", required_argument, NULL, O_PROFILE_TOP },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -140,6 +145,10 @@ static int parse_opts(int argc, char **argv, struct stat_opts *o)
 				return usage_err("--fields needs a glob such as 'exits*'");
 			o->fields = optarg;
 			continue;
+		case O_PROFILE_TOP:
+			if (util_parse_u64(optarg, 1, 100, &o->profile_top))
+				return usage_err("--profile-top '%s' is not a number from 1 to 100", optarg);
+			continue;
 		case O_HELP:
 			fputs(stat_usage, stdout);
 			return 1;
@@ -155,6 +164,11 @@ static int parse_opts(int argc, char **argv, struct stat_opts *o)
 	if (argc - optind != 1)
 		return usage_err("expected one TARGET (a PID or a control socket path)");
 	o->target = argv[optind];
+	if (o->profile_top && o->format != FMT_TABLE)
+		return usage_err("--profile-top goes with the table, not --json or --prometheus");
+	if (o->profile_top && o->target[strspn(o->target, "0123456789")] == '\0')
+		return usage_err(
+			"--profile-top needs a control socket TARGET (the profile is asked for there)");
 	return check_combination(o);
 }
 
@@ -436,6 +450,44 @@ static bool vm_stopped(const struct stats_snap *s)
 	return !stats_snap_status(s, PV_STATS_RECORD_VM, 0, &st) && st == PV_STATS_STOPPED;
 }
 
+/* The top symbols of the VM's profile, asked over its control socket ({"cmd":"profile"}). */
+static void print_profile(const struct stat_opts *o)
+{
+	char req[64], reply[16384];
+	struct errbuf err = { "" };
+	json_t *r, *row;
+	json_error_t jerr;
+	int sock, fd = -1;
+	size_t i;
+
+	sock = util_api_connect(o->target, &err);
+	snprintf(req, sizeof(req), "{\"cmd\":\"profile\",\"top\":%u}", (unsigned)o->profile_top);
+	if (sock < 0 || util_api_request(sock, req, reply, sizeof(reply), &fd, 5000, &err)) {
+		printf("profile: %s\n", err.msg);
+		if (sock >= 0)
+			close(sock);
+		return;
+	}
+	close(sock);
+	if (fd >= 0)
+		close(fd);
+	r = json_loads(reply, 0, &jerr);
+	if (!r || !json_is_true(json_object_get(r, "ok"))) {
+		printf("profile: %s\n", r ? json_string_value(json_object_get(r, "error")) : jerr.text);
+		json_decref(r);
+		return;
+	}
+	printf("\nprofile %s: %lld samples, %lld [unknown]\n%9s %6s  %s\n",
+	       json_string_value(json_object_get(r, "spec")),
+	       (long long)json_integer_value(json_object_get(r, "samples")),
+	       (long long)json_integer_value(json_object_get(r, "unknown")), "self", "self%", "symbol");
+	json_array_foreach(json_object_get(r, "top"), i, row)
+		printf("%9lld %5.1f%%  %s\n", (long long)json_integer_value(json_object_get(row, "self")),
+		       json_real_value(json_object_get(row, "percent")),
+		       json_string_value(json_object_get(row, "symbol")));
+	json_decref(r);
+}
+
 static int print_one(struct stat_ctx *c, const struct stat_opts *o)
 {
 	struct stats_prom_vm pv = { .v = c->v, .s = c->cur, .sel = c->sel, .pid = c->pid, .name = c->name };
@@ -447,6 +499,8 @@ static int print_one(struct stat_ctx *c, const struct stat_opts *o)
 		return stats_prom_write(stdout, &pv, 1) ? 1 : 0;
 	case FMT_TABLE:
 		print_table(c);
+		if (o->profile_top)
+			print_profile(o);
 		return 0;
 	}
 	return 1;

@@ -163,6 +163,23 @@ static json_t *api_snapshot(struct vm *vm, const struct api_request *r)
 			 (json_int_t)res.state_bytes, "memory_io", res.used_uring ? "io_uring" : "pwrite");
 }
 
+/* {"cmd":"profile"[,"top":N]}: the profile so far (docs/profiling.md, docs/api.md) */
+static json_t *api_profile(struct vm *vm, const struct api_request *r)
+{
+	json_t *p = vm_profile_json(vm), *top, *reply;
+
+	if (!p)
+		return vm->prof.spec.n ? api_error("profile: out of memory")
+				       : api_error("this VM is not profiled (perfvisor run --profile)");
+	top = prof_top_json(p, r->top);
+	reply = json_pack("{s:b, s:O, s:O, s:O, s:O, s:O, s:o*}", "ok", 1, "spec", json_object_get(p, "spec"),
+			  "samples", json_object_get(p, "samples"), "unknown", json_object_get(p, "unknown"),
+			  "lost", json_object_get(p, "lost"), "vcpus", json_object_get(p, "vcpus"), "top",
+			  top);
+	json_decref(p);
+	return reply ? reply : api_error("profile: out of memory");
+}
+
 static void api_handle_line(struct vm *vm, int cfd, const char *line)
 {
 	struct api_request r;
@@ -200,6 +217,9 @@ static void api_handle_line(struct vm *vm, int cfd, const char *line)
 		break;
 	case API_SNAPSHOT:
 		api_send(cfd, api_snapshot(vm, &r), -1);
+		break;
+	case API_PROFILE:
+		api_send(cfd, api_profile(vm, &r), -1);
 		break;
 	case API_BAD:
 		break;

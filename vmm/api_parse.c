@@ -36,8 +36,22 @@ static const struct {
 	enum api_cmd cmd;
 } commands[] = {
 	{ "query", API_QUERY },	  { "stats-fd", API_STATS_FD }, { "pause", API_PAUSE },
-	{ "resume", API_RESUME }, { "snapshot", API_SNAPSHOT },
+	{ "resume", API_RESUME }, { "snapshot", API_SNAPSHOT }, { "profile", API_PROFILE },
 };
+
+/* {"cmd":"profile"[,"top":N]} */
+static json_t *parse_profile(json_t *req, struct api_request *r)
+{
+	json_int_t top = 10;
+	json_error_t jerr;
+
+	if (json_unpack_ex(req, &jerr, 0, "{s?:I}", "top", &top) < 0)
+		return api_error_reply("profile takes \"top\" (a number): %s", jerr.text);
+	if (top < 1 || top > 100)
+		return api_error_reply("profile: \"top\" must be 1 to 100 (got %lld)", (long long)top);
+	r->top = (unsigned)top;
+	return NULL;
+}
 
 static json_t *parse_snapshot(json_t *req, struct api_request *r)
 {
@@ -78,10 +92,12 @@ json_t *api_parse_request(const char *line, struct api_request *r)
 		if (!strcmp(cmd, commands[i].name))
 			r->cmd = commands[i].cmd;
 	if (r->cmd == API_BAD)
-		err = api_error_reply("unknown command '%.100s' (query, stats-fd, pause, resume, snapshot)",
-				      cmd);
+		err = api_error_reply(
+			"unknown command '%.100s' (query, stats-fd, pause, resume, snapshot, profile)", cmd);
 	else if (r->cmd == API_SNAPSHOT)
 		err = parse_snapshot(req, r);
+	else if (r->cmd == API_PROFILE)
+		err = parse_profile(req, r);
 	json_decref(req);
 	if (err)
 		r->cmd = API_BAD;

@@ -42,6 +42,14 @@ const char cli_run_usage[] =
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --seccomp on|log|off per-thread system call filters (docs/security.md): on stops the VM\n"
 	"                       at a denied call, log only has the kernel log it (default on)\n"
+	"  --profile EVENT:PERIOD[,EVENT:PERIOD]  sample every vCPU on the overflow of host counters on\n"
+	"                       its thread (docs/profiling.md): task-clock or cpu-clock with a time\n"
+	"                       (100us-10s, e.g. task-clock:1ms), or a hardware event with a count\n"
+	"                       (e.g. cycles:100000) where the host has a PMU; with --restore, the snapshot's\n"
+	"  --profile-output DIR where the profile goes at exit (must not exist; default\n"
+	"                       perfvisor-profile.PID); read it with perfvisor profile report DIR\n"
+	"  --symbols FILE       guest symbols for the profile: an ELF, System.map or nm output\n"
+	"                       (default: the kernel's own .symtab; none: addresses)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
 	"\n"
@@ -68,7 +76,10 @@ enum {
 	OPT_NAME,
 	OPT_INITRD,
 	OPT_CPUID_HIDE,
-	OPT_SECCOMP
+	OPT_SECCOMP,
+	OPT_PROFILE,
+	OPT_PROFILE_OUTPUT,
+	OPT_SYMBOLS
 };
 
 static const struct option run_options[] = {
@@ -90,6 +101,9 @@ static const struct option run_options[] = {
 	{ "initrd", required_argument, NULL, OPT_INITRD },
 	{ "cpuid-hide", required_argument, NULL, OPT_CPUID_HIDE },
 	{ "seccomp", required_argument, NULL, OPT_SECCOMP },
+	{ "profile", required_argument, NULL, OPT_PROFILE },
+	{ "profile-output", required_argument, NULL, OPT_PROFILE_OUTPUT },
+	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -206,6 +220,19 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		return 0;
 	case OPT_CPUID_HIDE:
 		return cpuid_parse_hide(arg, &cfg->cpuid_hide, err);
+	case OPT_PROFILE:
+		/* The syntax here; whether this host has the events, in main.c (prof_spec_check_host). */
+		return prof_spec_parse(arg, true, &cfg->prof, err) ? -EINVAL : 0;
+	case OPT_PROFILE_OUTPUT:
+		if (arg[0] == '\0')
+			return errbuf_set(err, -EINVAL, "--profile-output needs a directory path");
+		cfg->profile_output = arg;
+		return 0;
+	case OPT_SYMBOLS:
+		if (arg[0] == '\0')
+			return errbuf_set(err, -EINVAL, "--symbols needs a file path");
+		cfg->symbols = arg;
+		return 0;
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
@@ -266,11 +293,14 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 		static const struct {
 			int opt;
 			const char *name;
-		} from_snapshot[] = {
-			{ OPT_KERNEL, "--kernel" },	   { OPT_CPUS, "--cpus" }, { OPT_MEMORY, "--memory" },
-			{ OPT_CMDLINE, "--cmdline" },	   { OPT_PMU, "--pmu" },   { OPT_INITRD, "--initrd" },
-			{ OPT_CPUID_HIDE, "--cpuid-hide" }
-		};
+		} from_snapshot[] = { { OPT_KERNEL, "--kernel" },
+				      { OPT_CPUS, "--cpus" },
+				      { OPT_MEMORY, "--memory" },
+				      { OPT_CMDLINE, "--cmdline" },
+				      { OPT_PMU, "--pmu" },
+				      { OPT_INITRD, "--initrd" },
+				      { OPT_CPUID_HIDE, "--cpuid-hide" },
+				      { OPT_PROFILE, "--profile" } };
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))
@@ -280,6 +310,10 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 					from_snapshot[i].name);
 		return 0;
 	}
+	if (!cfg->prof.n && cfg->profile_output)
+		return errbuf_set(err, -EINVAL, "--profile-output needs --profile");
+	if (!cfg->prof.n && cfg->symbols)
+		return errbuf_set(err, -EINVAL, "--symbols needs --profile");
 	if (given & ((1u << (OPT_RESTORE_MEMORY - OPT_KERNEL)) | (1u << (OPT_NO_MEMORY_CHECK - OPT_KERNEL))))
 		return errbuf_set(err, -EINVAL, "--restore-memory and --no-memory-check need --restore");
 	if (!cfg->kernel)

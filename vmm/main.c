@@ -26,6 +26,7 @@ static const char main_usage[] =
 	"  snapshot     save a running VM into a directory (perfvisor snapshot --help)\n"
 	"  snapshot-info  check a snapshot and show what it holds (perfvisor snapshot-info --help)\n"
 	"  exporter     serve VMs' statistics to Prometheus over HTTP (perfvisor exporter --help)\n"
+	"  profile      show a profile of perfvisor run --profile (perfvisor profile --help)\n"
 	"  host         which kind of KVM host this is (perfvisor host --help)\n"
 	"  help         show this help\n";
 
@@ -40,6 +41,8 @@ static int cmd_run(int argc, char **argv)
 	rc = cli_parse_run(argc, argv, &cfg, &err, stdout);
 	if (rc == 1)
 		return 0;
+	if (!rc && cfg.prof.n)
+		rc = prof_spec_check_host(&cfg.prof, &err);
 	if (rc) {
 		fprintf(stderr, "perfvisor run: %s\n", err.msg);
 		return PV_EXIT_USAGE;
@@ -193,6 +196,8 @@ int main(int argc, char **argv)
 		return cmd_exporter(argv + 1);
 	if (!strcmp(argv[1], "host"))
 		return cmd_host(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "profile"))
+		return prof_cmd_profile(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))
 		return snap_cmd_snapshot(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot-info"))

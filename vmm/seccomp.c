@@ -90,13 +90,14 @@ static const int main_calls[] = {
 	SCMP_SYS(io_uring_register), /* ... (liburing) */
 	SCMP_SYS(pwrite64),	     /* snapshot memory, without io_uring */
 	SCMP_SYS(getcwd),	     /* messages */
+	SCMP_SYS(sysinfo), /* glibc's qsort of a large array asks the RAM size: the profile at exit */
 };
 
 /* ioctl requests by thread: everything else (a TIOCSTI, a new VM) is denied. */
 static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN,	       /* the guest */
-	KVM_GET_REGS,	       /* RIP for a crash message; snapshot */
-	KVM_GET_SREGS,	       /* snapshot */
+	KVM_GET_REGS,	       /* RIP for a crash message; snapshot; a profile sample without SYNC_REGS */
+	KVM_GET_SREGS,	       /* snapshot; a profile sample without KVM_CAP_SYNC_REGS (CPL, CR3) */
 	KVM_GET_XCRS,	       /* ... */
 	KVM_GET_DEBUGREGS,     /* ... */
 	KVM_GET_LAPIC,	       /* ... */

@@ -248,6 +248,11 @@ int snap_cmd_info(int argc, char **argv)
 	       s->nr_vcpus, s->mem_size >> 20, s->pmu ? "on" : "off", host_kind_name(s->host_kind),
 	       (s->host_flags & PV_HOST_NESTED) ? " (nested)" : "", s->tsc_khz);
 	printf("kernel: %s, command line \"%s\"\n", s->kernel, s->cmdline);
+	if (s->profile && s->profile[0])
+		printf("profile: %s, symbols from %s (docs/profiling.md)\n", s->profile,
+		       s->profile_symbols && s->profile_symbols[0] ? s->profile_symbols : "the kernel");
+	else
+		printf("profile: off\n");
 	printf("memory: %s, %" PRIu64 " bytes, checksum %016" PRIx64 " (%s)\n", SNAP_MEMORY_FILE, s->mem_size,
 	       s->mem_checksum, verify ? "verified" : "not verified: --verify");
 	printf("devices: serial 16550A (%u input bytes pending), test device (%" PRIu64 " prints), i8042\n",

@@ -191,6 +191,8 @@ static void w_tree(struct fdtw *w, const struct snap *s)
 	w_u32(w, "tsc-khz", s->tsc_khz);
 	w_str(w, "kernel", s->kernel);
 	w_str(w, "cmdline", s->cmdline);
+	w_str(w, "profile", s->profile ? s->profile : "");
+	w_str(w, "profile-symbols", s->profile_symbols ? s->profile_symbols : "");
 	w_end(w);
 
 	w_begin(w, "memory");
@@ -403,6 +405,14 @@ static const char *r_str(struct fdtr *r, int node, const char *name)
 	return p;
 }
 
+/* A string added within format 1: "" when an older writer left it out. */
+static const char *r_str_opt(struct fdtr *r, int node, const char *name)
+{
+	if (r->rc || !fdt_getprop(r->blob, node, name, NULL))
+		return "";
+	return r_str(r, node, name);
+}
+
 /* A byte array of exactly `size` bytes, or of min..max bytes in steps of `unit` when size is 0. */
 static struct snap_bytes r_bytes(struct fdtr *r, int node, const char *name, uint32_t size, uint32_t min,
 				 uint32_t max, uint32_t unit)
@@ -605,6 +615,8 @@ static void r_machine(struct fdtr *r, struct snap *s)
 	s->tsc_khz = r_u32(r, node, "tsc-khz", ~0u);
 	s->kernel = r_str(r, node, "kernel");
 	s->cmdline = r_str(r, node, "cmdline");
+	s->profile = r_str_opt(r, node, "profile");
+	s->profile_symbols = r_str_opt(r, node, "profile-symbols");
 }
 
 /* Exactly nr_vcpus "vcpu@N" nodes: a file with more is not this machine's. */

@@ -206,6 +206,8 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 	s->kernel = vm->cfg.kernel;
 	s->cmdline = vm->cfg.cmdline;
 	s->writer = "perfvisor";
+	s->profile = vm->prof.spec.n ? vm->prof.spec.text : "";
+	s->profile_symbols = vm->prof.spec.n && vm->cfg.symbols ? vm->cfg.symbols : "";
 	s->clock = clock.clock;
 	s->clock_flags = clock.flags;
 	blob(&s->pit, pit, sizeof(*pit));
@@ -324,6 +326,8 @@ static int restore_fail(struct vm *vm, struct errbuf *err, int rc, const char *m
 	return errbuf_set(err, rc, "snapshot %s: %s", vm->cfg.restore, msg);
 }
 
+static int restore_profile(struct vm *vm, const struct snap *s, struct errbuf *err);
+
 int vm_restore_load(struct vm *vm, struct errbuf *err)
 {
 	char path[4200];
@@ -365,6 +369,25 @@ int vm_restore_load(struct vm *vm, struct errbuf *err)
 	vm->cfg.cpuid_hide = s->cpuid_hide;
 	vm->cfg.kernel = s->kernel;
 	vm->cfg.cmdline = s->cmdline;
+	return restore_profile(vm, s, err);
+}
+
+/* The profiling configuration is the VM's: the snapshot's spec again, on this host's counters. */
+static int restore_profile(struct vm *vm, const struct snap *s, struct errbuf *err)
+{
+	struct errbuf e;
+
+	if (!s->profile || !s->profile[0]) {
+		if (vm->cfg.profile_output || vm->cfg.symbols)
+			return restore_fail(vm, err, -EINVAL,
+					    "--profile-output and --symbols need a snapshot of a profiled VM "
+					    "(perfvisor run --profile)");
+		return 0;
+	}
+	if (prof_spec_parse(s->profile, true, &vm->cfg.prof, &e) || prof_spec_check_host(&vm->cfg.prof, &e))
+		return restore_fail(vm, err, -EINVAL, e.msg);
+	if (!vm->cfg.symbols && s->profile_symbols && s->profile_symbols[0])
+		vm->cfg.symbols = s->profile_symbols;
 	return 0;
 }
 

@@ -39,6 +39,23 @@ static void pmu_signal_handler(int sig)
 		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The profiler's signal (a sampling counter's overflow): the same, with
+ * which counter it was, for vm_profile_sample() once KVM_RUN returned.
+ */
+static __thread volatile sig_atomic_t tls_prof_signalled;
+static __thread volatile sig_atomic_t tls_prof_fd;
+
+static void prof_signal_handler(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	tls_prof_fd = si->si_fd;
+	tls_prof_signalled = 1;
+	if (tls_run)
+		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+}
+
 int vcpu_signal_setup(struct errbuf *err)
 {
 	struct sigaction sa;
@@ -51,6 +68,11 @@ int vcpu_signal_setup(struct errbuf *err)
 	sa.sa_handler = pmu_signal_handler;
 	/* When the queue of real-time signals is full, the kernel sends SIGIO instead. */
 	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0 || sigaction(SIGIO, &sa, NULL) < 0)
+		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
+	sa.sa_handler = NULL;
+	sa.sa_sigaction = prof_signal_handler;
+	sa.sa_flags = SA_SIGINFO;
+	if (sigaction(vm_profile_signal(), &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
 	return 0;
 }
@@ -273,7 +295,7 @@ static void *vcpu_thread(void *arg)
 	struct errbuf err;
 
 	tls_run = v->run;
-	if (vm_pmu_vcpu_start(v, &err))
+	if (vm_pmu_vcpu_start(v, &err) || vm_profile_vcpu_start(v, &err))
 		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
 	/* The filter goes on before the first KVM_RUN, and the main thread's before any vCPU runs. */
 	else if (seccomp_install(vm->cfg.seccomp, SECCOMP_THREAD_VCPU, v->index, &err))
@@ -296,6 +318,13 @@ static void *vcpu_thread(void *arg)
 			vm_pmu_poll(v);
 			continue;
 		}
+		if (tls_prof_signalled) {
+			/* As above: the sample is taken where the thread is, after KVM_RUN returned. */
+			tls_prof_signalled = 0;
+			__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+			vm_profile_sample(v, tls_prof_fd);
+			continue;
+		}
 		t0 = util_now_ns();
 		if (!vm->first_run_logged && v->index == 0 && vm->restored)
 			vm_log_first_run(vm, t0);
@@ -316,6 +345,7 @@ static void *vcpu_thread(void *arg)
 	}
 	/* Final values, then STOPPED: readers know they will not change. */
 	vm_pmu_vcpu_stop(v);
+	vm_profile_vcpu_stop(v);
 	vm_stats_kvm_refresh(v, util_now_ns(), true);
 	sb_set_state(v->stats, PV_STATS_STOPPED);
 	return NULL;
@@ -333,6 +363,7 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	sigaddset(&kick, VCPU_KICK_SIGNAL);
 	sigaddset(&kick, vm_pmu_signal());
 	sigaddset(&kick, SIGIO);
+	sigaddset(&kick, vm_profile_signal());
 	pthread_sigmask(SIG_UNBLOCK, &kick, &old);
 	rc = pthread_create(&v->thread, NULL, vcpu_thread, v);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -24,6 +24,8 @@
 #define TSS_ADDR 0xfffbd000ULL
 /* The main thread refreshes the VM record (uptime, totals) this often. */
 #define VM_STATS_VM_PERIOD_MS 100 /* three pages below the BIOS area, unused by guests */
+/* The main thread drains the profiler's rings this often (PROF_RING_SIZE / PROF_MAX_RATE = 100 ms). */
+#define VM_PROFILE_DRAIN_MS 50
 
 void vm_stop_signals(sigset_t *s)
 {
@@ -183,6 +185,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc && restore)
 		rc = vm_restore_state(vm, err);
 	if (!rc)
+		rc = vm_profile_create(vm, err);
+	if (!rc)
 		rc = vcpu_signal_setup(err);
 	if (rc)
 		goto fail;
@@ -258,7 +262,8 @@ static void vm_wait(struct vm *vm, int sfd)
 	};
 
 	while (!atomic_load(&vm->stopping)) {
-		int wait_ms = VM_STATS_VM_PERIOD_MS;
+		/* Profiling: drained often enough that a ring at the rate cap never fills. */
+		int wait_ms = vm->prof.spec.n ? VM_PROFILE_DRAIN_MS : VM_STATS_VM_PERIOD_MS;
 		int napi = api_pollfds(&vm->api, &p[3], 1 + API_MAX_CLIENTS);
 
 		if (deadline) {
@@ -285,6 +290,7 @@ static void vm_wait(struct vm *vm, int sfd)
 		if (p[2].revents & (POLLIN | POLLHUP))
 			feed_stdin(vm, &p[2]);
 		api_service(vm, &p[3], napi);
+		vm_profile_drain(vm);
 		vm_stats_refresh_running(vm);
 		vm_stats_update_vm(vm);
 	}
@@ -413,6 +419,7 @@ static uint64_t vm_guest_resident(const struct vm *vm)
 
 int vm_run(struct vm *vm, struct errbuf *why)
 {
+	struct errbuf perr;
 	sigset_t sigs;
 	int sfd, rc = 0;
 
@@ -447,6 +454,8 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	close(sfd);
 
 	vm_stats_stop(vm);
+	if (vm_profile_write(vm, &perr))
+		vm_log(vm, "%s", perr.msg);
 	if (vm->cfg.verbose)
 		for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 			const struct vm_stats_fields *f = &vm->sf;
@@ -479,6 +488,7 @@ void vm_destroy(struct vm *vm)
 		vm_stop_vcpus(vm);
 	api_fini(&vm->api);
 	vm_stats_destroy(vm);
+	vm_profile_destroy(vm);
 	if (vm->vcpus) {
 		for (unsigned i = 0; i < vm->nr_vcpus; i++)
 			vcpu_fini(&vm->vcpus[i]);

@@ -32,6 +32,8 @@ struct vm_stats_fields {
 	struct sb_field pmu_ctr[PMU_NR_COUNTERS];
 	/* per vCPU, after the kvm.* mirror: when it entered KVM_RUN, its thread's CPU time */
 	struct sb_field run_since_ns, cpu_ns;
+	/* per vCPU, host-side profiling: samples taken, dropped (ring full), throttled (rate cap), time */
+	struct sb_field prof_samples, prof_dropped, prof_throttled, prof_sample_ns;
 	/* VM record */
 	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total, host_kind,
 		host_flags;
@@ -86,6 +88,12 @@ struct vcpu {
 	/* Work the main thread gives this vCPU while it is parked (vm_on_parked_vcpus); under stop_lock. */
 	void (*park_work)(struct vcpu *v, void *arg);
 	void *park_arg;
+	/* Host-side profiling (vm_profile.c): its counters and ring; this thread, the ring's consumer aside. */
+	int prof_fd[PROF_MAX_EVENTS];
+	struct prof_ring prof_ring;
+	uint64_t prof_last_ns; /* the last sample, for the rate cap */
+	/* This process's counts (the stats fields continue across a restore); main reads them relaxed. */
+	uint64_t prof_samples, prof_dropped, prof_throttled, prof_sample_ns;
 	/* A restore: the PV PMU state this thread loads before its first KVM_RUN, or NULL. */
 	const struct pmu_vcpu_state *restore_pmu;
 };
@@ -154,6 +162,17 @@ struct vm {
 	struct pmu_vm pmu;
 	struct sb_field pmu_event_field[PV_PMU_NR_EVENTS];
 	bool pmu_event_has_field[PV_PMU_NR_EVENTS];
+
+	/* Host-side profiling (vm_profile.c, docs/profiling.md); the main thread's part. */
+	struct vm_profile {
+		struct prof_spec spec; /* spec.n == 0: off */
+		struct prof_symtab syms;
+		struct prof_data data;
+		char out_dir[4096];
+		uint64_t start_ns;
+		const char *kernel; /* whose symbols */
+		bool sync_regs;	    /* KVM_CAP_SYNC_REGS: registers in kvm_run, no ioctl per sample */
+	} prof;
 
 	/* Stop protocol: the first request sets status and wakes the main thread. */
 	atomic_bool stopping;
@@ -246,6 +265,24 @@ void vm_pmu_poll(struct vcpu *v);
 void vm_pmu_vcpu_stop(struct vcpu *v);
 /* The signal perf overflow and the refresh timer send to a vCPU thread. */
 int vm_pmu_signal(void);
+
+/* vm_profile.c: host-side guest profiling (docs/profiling.md) */
+/* Setup thread, after the vCPUs exist: symbols, rings, the output directory's check. */
+int vm_profile_create(struct vm *vm, struct errbuf *err);
+void vm_profile_destroy(struct vm *vm);
+/* vCPU thread, before its seccomp filter: open its sampling counters. */
+int vm_profile_vcpu_start(struct vcpu *v, struct errbuf *err);
+/* vCPU thread: after an overflow signal (from counter fd, -1 if unknown), take one sample. */
+void vm_profile_sample(struct vcpu *v, int fd);
+void vm_profile_vcpu_stop(struct vcpu *v);
+/* The signal the profiler's counters send; its handler (vcpu.c) is SA_SIGINFO. */
+int vm_profile_signal(void);
+/* Main thread: move the rings' samples into the profile. */
+void vm_profile_drain(struct vm *vm);
+/* Main thread: the profile so far as JSON (profile.json's format), NULL if off. */
+json_t *vm_profile_json(struct vm *vm);
+/* Main thread, after the vCPUs ended: write the output directory. 0 or -errno with a message. */
+int vm_profile_write(struct vm *vm, struct errbuf *err);
 
 /* api.c: the control socket */
 int api_init(struct api *api, const char *path, struct errbuf *err);

@@ -75,6 +75,11 @@ _Static_assert(PMU_NR_COUNTERS == 8, "one pmu.ctrN field per counter");
 static const struct field_spec vcpu_late_fields[] = {
 	F("time.kvm_run_since_ns", run_since_ns, PV_STATS_INSTANT, NS),
 	F("time.cpu_ns", cpu_ns, CUM, NS),
+	/* host-side profiling (docs/profiling.md): 0 without --profile */
+	F("profile.samples", prof_samples, CUM, NONE, 0),
+	F("profile.dropped", prof_dropped, CUM, NONE, 0),
+	F("profile.throttled", prof_throttled, CUM, NONE, 0),
+	F("profile.sample_ns", prof_sample_ns, CUM, NS),
 };
 
 static const struct field_spec vm_fields[] = {

@@ -277,9 +277,12 @@ struct vm_config {
 	unsigned nr_initrd;
 	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
 	bool verbose;
-	const char *restore;   /* --restore DIR: continue a snapshot instead of booting a kernel */
-	bool restore_read;     /* --restore-memory read: read the memory file in (default: map it) */
-	bool restore_no_check; /* --no-memory-check: skip the memory file's checksum */
+	const char *restore;	    /* --restore DIR: continue a snapshot instead of booting a kernel */
+	bool restore_read;	    /* --restore-memory read: read the memory file in (default: map it) */
+	bool restore_no_check;	    /* --no-memory-check: skip the memory file's checksum */
+	struct prof_spec prof;	    /* --profile (prof.n == 0: off; a restore takes the snapshot's) */
+	const char *profile_output; /* --profile-output DIR, NULL = perfvisor-profile.PID */
+	const char *symbols;	    /* --symbols FILE, NULL = the kernel's own symbol table */
 };
 
 #define VM_DEFAULT_CPUS 1U
@@ -396,6 +399,8 @@ struct snap {
 	uint32_t host_kind, tsc_khz;
 	uint64_t host_flags, created_ns; /* CLOCK_REALTIME at the snapshot */
 	const char *kernel, *cmdline, *writer;
+	/* host-side profiling (optional: "" when absent or off): the --profile spec, the --symbols file */
+	const char *profile, *profile_symbols;
 	/* memory file */
 	uint64_t mem_checksum; /* XXH3-64 of the memory file */
 	/* VM-wide KVM state */
@@ -484,12 +489,14 @@ enum api_cmd {
 	API_PAUSE,
 	API_RESUME,
 	API_SNAPSHOT,
+	API_PROFILE,
 };
 
 struct api_request {
 	enum api_cmd cmd;
 	char dir[4096];	 /* API_SNAPSHOT: absolute */
 	bool stop_after; /* API_SNAPSHOT: "then":"stop" */
+	unsigned top;	 /* API_PROFILE: rows (default 10, 1-100) */
 };
 
 typedef struct json_t json_t;

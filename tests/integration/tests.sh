@@ -1074,6 +1074,198 @@ else
 	echo "SKIP non-root: needs root (to lend /dev/kvm to 'nobody' for the test) and a 'nobody' user"
 fi
 
+# ---- host-side profiling (docs/profiling.md) -----------------------------------------
+# The profile guest runs, per CPU, rounds of hot_a then hot_b in ring 3 with 3:1 of the
+# work in hot_a on even CPUs (1:3 on odd ones), then ring0_spin in ring 0. The profile must
+# show that ratio within a third (2:1 to 4:1) for each vCPU: a ratio, so the test host's
+# slowness does not matter.
+PROF=$G/profile.elf
+# prof_col DIR SYMBOL COLUMN: that column of SYMBOL's row in the report's table (5: vcpu0, 6: vcpu1)
+prof_col() {
+	"$PV" profile report "$1" 2>/dev/null | awk -v s="$2" -v c="$3" '$NF == s { print $c; f = 1 } END { if (!f) print 0 }'
+}
+# prof_ratio DIR COLUMN BIG SMALL: BIG's self samples are 3x SMALL's, within a third
+prof_ratio() {
+	a=$(prof_col "$1" "$3" "$2"); b=$(prof_col "$1" "$4" "$2")
+	echo "  ($cur: column $2: $3 $a, $4 $b samples; want 3:1, accepted 2:1 to 4:1)"
+	[ "$((a + b))" -ge 100 ] || bad "only $((a + b)) samples in $3 and $4 (want >= 100)"
+	{ [ $((2 * b)) -le "$a" ] && [ "$a" -le $((4 * b)) ]; } || bad "$3:$4 = $a:$b is not 3:1 within a third"
+}
+# prof_checks DIR: what every profile of the guest must hold
+prof_checks() {
+	[ -f "$1/profile.json" ] && [ -f "$1/stacks.folded" ] && [ -f "$1/symbols.txt" ] || bad "profile files missing in $1"
+	"$PV" profile report "$1" >"$T/$cur.report" 2>&1 || bad "profile report failed: $(cat "$T/$cur.report")"
+	r0=$(grep -c ';ring0;.*ring0_spin [0-9]*$' "$1/stacks.folded")
+	[ "$r0" -ge 1 ] || bad "no ring-0 stack ending in ring0_spin"
+	! grep -q ';ring3;.*ring0_spin [0-9]*$' "$1/stacks.folded" || bad "ring0_spin attributed to ring 3"
+	! grep -q ';ring0;.*hot_[ab] [0-9]*$' "$1/stacks.folded" || bad "hot_a/hot_b attributed to ring 0"
+	# Frame-pointer walk: the whole ring-3 chain, outermost first.
+	grep -q '^vcpu0;ring3;rt_user_return;user_main;work_round;hot_a [0-9]*$' "$1/stacks.folded" ||
+		bad "no full stack vcpu0;ring3;...;work_round;hot_a"
+	# Every sample the vCPUs published is in the profile: none lost silently.
+	n=$("$JC" samples <"$1/profile.json"); s=0
+	for i in 0 1; do v=$("$JC" vcpus/$i/samples <"$1/profile.json" 2>/dev/null) && s=$((s + v)); done
+	[ "$n" -gt 0 ] && [ "$n" -eq "$s" ] || bad "profile.json: $n samples, the vCPUs counted $s"
+	"$JC" lost=0 <"$1/profile.json" >/dev/null || bad "stacks lost"
+}
+run profile-1cpu 120 "$PV" run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof1" --timeout 100
+expect_status 0; expect_out '^SUMMARY:'; expect_clean; expect_err "samples written to $T/prof1"
+prof_checks "$T/prof1"; prof_ratio "$T/prof1" 5 hot_a hot_b
+"$PV" profile report "$T/prof1" --top 3 | sed 's/^/    | /'
+[ "$("$PV" profile report "$T/prof1" --top 2 | wc -l)" -eq 5 ] || bad "--top 2 does not print 2 rows"
+"$PV" profile report "$T/prof1" --json | "$JC" version=1 spec=task-clock:1000000ns events/0/name=task-clock \
+	events/0/period=1000000 symbols="ELF .symtab" vcpus/0/dropped=0 stacks/0/frames/0=* >/dev/null || bad "report --json"
+[ "$("$PV" profile report "$T/prof1" --folded | wc -l)" -eq "$(wc -l <"$T/prof1/stacks.folded")" ] || bad "--folded differs from stacks.folded"
+done_test
+run profile-2cpus 180 "$PV" run --kernel "$PROF" --cpus 2 --profile task-clock:1ms --profile-output "$T/prof2" --timeout 150
+expect_status 0; expect_out '^SUMMARY:'; expect_clean
+prof_checks "$T/prof2"; prof_ratio "$T/prof2" 5 hot_a hot_b; prof_ratio "$T/prof2" 6 hot_b hot_a
+grep -q '^vcpu1;ring3;rt_user_return;user_main;work_round;hot_b [0-9]*$' "$T/prof2/stacks.folded" || bad "no vcpu1 stack"
+done_test
+run profile-cpu-clock 120 "$PV" run --kernel "$PROF" --profile cpu-clock:500us --profile-output "$T/prof3" --timeout 100
+expect_status 0; expect_clean; prof_checks "$T/prof3"; prof_ratio "$T/prof3" 5 hot_a hot_b
+"$JC" spec=cpu-clock:500000ns <"$T/prof3/profile.json" >/dev/null || bad "spec not cpu-clock:500000ns"
+done_test
+# Without symbols: addresses, counted as unknown, still in the right ring.
+run profile-nosyms 120 "$PV" run --kernel "$G/profile.stripped" --profile task-clock:1ms --profile-output "$T/prof4" \
+	--cmdline "ms=500 r0ms=100" --timeout 100
+expect_status 0; expect_clean
+grep -q '^vcpu0;ring3;0x[0-9a-f]*;0x[0-9a-f]*;0x[0-9a-f]*;0x[0-9a-f]* [0-9]*$' "$T/prof4/stacks.folded" || bad "no address-only ring-3 stacks"
+"$JC" symbols=none <"$T/prof4/profile.json" >/dev/null || bad "symbols is not 'none'"
+[ "$("$JC" unknown <"$T/prof4/profile.json")" -eq "$("$JC" samples <"$T/prof4/profile.json")" ] || bad "not every sample counted unknown"
+done_test
+# The same stripped guest with its symbols as nm text (--symbols, as a System.map).
+run profile-symbols-file 120 "$PV" run --kernel "$G/profile.stripped" --profile task-clock:1ms --profile-output "$T/prof5" \
+	--symbols "$G/profile.map" --timeout 100
+expect_status 0; expect_clean; prof_checks "$T/prof5"; prof_ratio "$T/prof5" 5 hot_a hot_b
+"$JC" symbols=System.map <"$T/prof5/profile.json" >/dev/null || bad "symbols is not System.map"
+done_test
+# Other boot protocols: a multiboot kernel (an ELF32: its .symtab), a Linux bzImage (no symbols:
+# addresses, many distinct stacks, sorted at exit under the main thread's filter), and the same
+# bzImage with its ELF given as --symbols.
+run profile-multiboot 120 "$PV" run --kernel "$G/multiboot.elf" --cmdline "path=$G/multiboot.elf mods=0" \
+	--profile task-clock:200us --profile-output "$T/prof-mb" --timeout 100
+expect_status 0; expect_err "samples written to $T/prof-mb"
+"$JC" symbols="ELF .symtab" <"$T/prof-mb/profile.json" >/dev/null || bad "multiboot: no ELF32 symbols"
+grep -q '^vcpu0;ring0;.*[a-z_]* [0-9]*$' "$T/prof-mb/stacks.folded" || bad "multiboot: no symbolized stack"
+done_test
+run profile-bzimage 120 "$PV" run --kernel "$G/linux.bzimage" --profile task-clock:200us --profile-output "$T/prof-lx" --timeout 100
+expect_status 0; expect_err "samples written to $T/prof-lx"
+"$JC" symbols=none <"$T/prof-lx/profile.json" >/dev/null || bad "bzImage: symbols is not none"
+grep -q '^vcpu0;ring0;0x[0-9a-f;x]* [0-9]*$' "$T/prof-lx/stacks.folded" || bad "bzImage: no address stacks"
+done_test
+run profile-bzimage-symbols 120 "$PV" run --kernel "$G/linux.bzimage" --profile task-clock:200us \
+	--profile-output "$T/prof-lx2" --symbols "$G/linux.elf64" --timeout 100
+expect_status 0
+"$JC" symbols="ELF .symtab" <"$T/prof-lx2/profile.json" >/dev/null || bad "bzImage --symbols: not the ELF's symbols"
+awk '$NF == "format" || $NF == "emit" { f = 1 } END { exit !f }' "$T/prof-lx2/symbols.txt" || bad "bzImage --symbols: no printf internals in the table"
+done_test
+# With the PV PMU: the guest's own counters still count exactly while the host samples it.
+run profile-pmu-count 240 "$PV" run --kernel "$G/pmu-count.elf" --profile task-clock:1ms --profile-output "$T/prof6" --timeout 200
+pmu_guest profile-pmu-count 25
+[ "$("$JC" samples <"$T/prof6/profile.json")" -gt 0 ] || bad "no samples"
+done_test
+# prof_wait SOCKET N: up to 60 s for the live profile to have N samples with hot_a on top.
+prof_wait() {
+	i=0
+	while [ $i -lt 600 ]; do
+		r=$("$PV" api "$1" '{"cmd":"profile","top":1}' 2>/dev/null)
+		n=$(echo "$r" | "$JC" samples 2>/dev/null)
+		[ "${n:-0}" -ge "$2" ] && echo "$r" | "$JC" top/0/symbol=hot_a >/dev/null 2>&1 && return 0
+		sleep 0.1; i=$((i + 1))
+	done
+	return 1
+}
+# Live: the control socket's profile request and perfvisor stat --profile-top, while it runs.
+cur=profile-live; ok=1
+start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-live" \
+	--api-socket "$T/prof-live.sock" --cmdline "ms=5000" --timeout 100
+i=0; while [ ! -S "$T/prof-live.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+prof_wait "$T/prof-live.sock" 300 || bad "the live profile never had 300 samples with hot_a on top"
+"$PV" api "$T/prof-live.sock" '{"cmd":"profile","top":2}' >"$T/$cur.api" 2>&1 || bad "profile request failed: $(cat "$T/$cur.api")"
+"$JC" top/0/symbol=hot_a top/1/symbol=hot_b spec=task-clock:1000000ns <"$T/$cur.api" >/dev/null ||
+	bad "profile reply: $(cat "$T/$cur.api")"
+"$PV" api "$T/prof-live.sock" '{"cmd":"profile","top":0}' >"$T/$cur.api2" 2>&1
+grep -q '"top\\" must be 1 to 100' "$T/$cur.api2" || bad "top 0 accepted: $(cat "$T/$cur.api2")"
+"$PV" stat "$T/prof-live.sock" --once --fields 'profile.*' --profile-top 3 >"$T/$cur.stat" 2>&1 || bad "stat failed"
+grep -q '^profile task-clock:1000000ns: [0-9]* samples' "$T/$cur.stat" || bad "stat shows no profile"
+awk '$NF == "hot_a" { f = 1 } END { exit !f }' "$T/$cur.stat" || bad "stat: hot_a not among the top symbols"
+awk '$1 == "0" && $3 > 0 { f = 1 } END { exit !f }' "$T/$cur.stat" || bad "stat: profile.samples of vCPU 0 is not > 0"
+sed 's/^/    | /' "$T/$cur.stat"
+stop_vm
+expect_status 0; expect_out '^SUMMARY:'
+done_test
+run profile-stat-pid 20 "$PV" stat 1 --profile-top 3
+expect_status 2; expect_err '--profile-top needs a control socket TARGET'; done_test
+cur=profile-not-profiled; ok=1
+start_vm $cur 60 run --kernel "$G/behave.elf" --cmdline "mode=hang" --api-socket "$T/prof-no.sock" --timeout 50
+i=0; while [ ! -S "$T/prof-no.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+"$PV" api "$T/prof-no.sock" '{"cmd":"profile"}' >"$T/$cur.api" 2>&1
+grep -q 'this VM is not profiled' "$T/$cur.api" || bad "reply: $(cat "$T/$cur.api")"
+stop_vm TERM; st=0
+done_test
+
+# Snapshot and restore: the profile's configuration is part of the VM's state. The first
+# process writes the samples up to the snapshot; the restored one profiles the rest, same spec.
+cur=profile-snapshot; ok=1
+start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-a" --symbols "$G/profile.map" \
+	--api-socket "$T/prof.sock" --cmdline "ms=4000" --timeout 100
+i=0; while [ ! -S "$T/prof.sock" ] && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+prof_wait "$T/prof.sock" 200 || bad "the profile never had 200 samples with hot_a on top"
+"$PV" snapshot "$T/prof.sock" --output "$T/prof-snap" --stop >>"$T/$cur.out" 2>>"$T/$cur.err" || bad "snapshot failed"
+stop_vm
+expect_status 0; expect_err "samples written to $T/prof-a"
+"$PV" snapshot-info "$T/prof-snap" >"$T/$cur.info" 2>&1
+grep -q "^profile: task-clock:1000000ns, symbols from $G/profile.map" "$T/$cur.info" || bad "snapshot-info: $(grep profile "$T/$cur.info")"
+"$JC" spec=task-clock:1000000ns <"$T/prof-a/profile.json" >/dev/null || bad "first profile: wrong spec"
+[ "$("$JC" samples <"$T/prof-a/profile.json")" -gt 100 ] || bad "first profile: too few samples"
+done_test
+run profile-restore 120 "$PV" run --restore "$T/prof-snap" --profile-output "$T/prof-b" --timeout 100
+expect_status 0; expect_out '^SUMMARY:'; expect_clean; expect_err "samples written to $T/prof-b"
+prof_checks "$T/prof-b"; prof_ratio "$T/prof-b" 5 hot_a hot_b
+"$JC" spec=task-clock:1000000ns symbols=System.map <"$T/prof-b/profile.json" >/dev/null || bad "restored profile: wrong spec or symbols"
+done_test
+run profile-restore-twice 20 "$PV" run --restore "$T/prof-snap" --profile cpu-clock:1ms --timeout 10
+expect_status 2; expect_err '--profile cannot be combined with --restore'; done_test
+
+# Bad values: one clear line each, exit status 2 (or 125 for what only the VM setup finds).
+prof_bad() { # NAME STATUS MESSAGE ARGS...
+	n=$1; want=$2; msg=$3; shift 3
+	run profile-bad-$n 20 "$PV" run --kernel "$PROF" --timeout 10 "$@"
+	expect_status "$want"; expect_err "$msg"; [ ! -e "$T/profnever" ] || bad "an output directory was made"
+	done_test
+}
+prof_bad unknown-event 2 "unknown event 'foo'" --profile foo:1ms
+prof_bad no-period 2 'needs EVENT:PERIOD' --profile task-clock
+prof_bad no-unit 2 'a time period needs a unit' --profile task-clock:5
+prof_bad zero 2 'the period must be 100us to 10s' --profile task-clock:0ms
+prof_bad too-short 2 'the period must be 100us to 10s' --profile task-clock:10us
+prof_bad too-long 2 'the period must be 100us to 10s' --profile cpu-clock:1000s
+prof_bad bad-number 2 "'1x' is not a period" --profile task-clock:1x
+prof_bad empty-item 2 'an empty item in the list' --profile task-clock:1ms,
+prof_bad event-twice 2 'event task-clock is given twice' --profile task-clock:1ms,task-clock:2ms
+prof_bad option-twice 2 '--profile is given twice' --profile task-clock:1ms --profile cpu-clock:1ms
+prof_bad hw-count 2 'a count of events from 10000' --profile cycles:10
+if [ -d /sys/bus/event_source/devices/cpu ]; then
+	echo "  (profile-bad-no-pmu: this host has a hardware PMU; cycles is tested as available)"
+	run profile-cycles 120 "$PV" run --kernel "$PROF" --profile cycles:1000000 --profile-output "$T/prof7" --timeout 100
+	expect_status 0; prof_checks "$T/prof7"; done_test
+else
+	prof_bad no-pmu 2 'cycles: this host has no hardware PMU' --profile cycles:100000
+fi
+prof_bad output-alone 2 '--profile-output needs --profile' --profile-output "$T/profnever"
+prof_bad symbols-alone 2 '--symbols needs --profile' --symbols "$G/profile.map"
+prof_bad output-exists 125 "already exists" --profile task-clock:1ms --profile-output "$T/prof1"
+prof_bad output-no-parent 125 "its parent directory: No such file or directory" --profile task-clock:1ms \
+	--profile-output "$T/nothere/prof"
+prof_bad symbols-missing 125 "--symbols '$T/nothere'" --profile task-clock:1ms --symbols "$T/nothere" --profile-output "$T/profnever"
+printf 'not a symbol file\n' >"$T/nosyms.txt"
+prof_bad symbols-empty 125 'no text symbols in it' --profile task-clock:1ms --symbols "$T/nosyms.txt" --profile-output "$T/profnever"
+run profile-report-bad 20 "$PV" profile report "$T/nothere"
+expect_status 1; expect_err "$T/nothere/profile.json"; done_test
+run profile-report-usage 20 "$PV" profile report "$T/prof1" --top 0
+expect_status 2; expect_err '--top needs a number'; done_test
+
 # ---- seccomp (docs/security.md): every test above ran with --seccomp on, the default ----
 # Each thread's filter denies what it does not need: a test-only switch makes the thread try execve.
 for th in main vcpu; do

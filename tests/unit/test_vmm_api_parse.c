@@ -99,7 +99,22 @@ Test(api_parse, bad_lines)
 	expect_error("{\"command\":\"query\"}", "a JSON object with a string \"cmd\"");
 	expect_error("{\"cmd\":\"query\",\"cmd\":\"pause\"}", "invalid JSON"); /* duplicate keys */
 	expect_error("{\"cmd\":\"reboot\"}",
-		     "unknown command 'reboot' (query, stats-fd, pause, resume, snapshot)");
+		     "unknown command 'reboot' (query, stats-fd, pause, resume, snapshot, profile)");
+}
+
+Test(api_parse, profile_arguments)
+{
+	cr_assert_null(api_parse_request("{\"cmd\":\"profile\"}", &req));
+	cr_assert_eq(req.cmd, API_PROFILE);
+	cr_assert_eq(req.top, 10, "10 rows by default");
+	cr_assert_null(api_parse_request("{\"cmd\":\"profile\",\"top\":100}", &req));
+	cr_assert_eq(req.top, 100);
+	cr_assert_null(api_parse_request("{\"cmd\":\"profile\",\"top\":1}", &req));
+	cr_assert_eq(req.top, 1);
+	expect_error("{\"cmd\":\"profile\",\"top\":0}", "\"top\" must be 1 to 100 (got 0)");
+	expect_error("{\"cmd\":\"profile\",\"top\":101}", "\"top\" must be 1 to 100 (got 101)");
+	expect_error("{\"cmd\":\"profile\",\"top\":-5}", "must be 1 to 100");
+	expect_error("{\"cmd\":\"profile\",\"top\":\"3\"}", "profile takes \"top\" (a number)");
 }
 
 /* A command name whose two-byte character the 100-byte quote cuts: still a valid reply. */

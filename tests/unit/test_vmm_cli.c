@@ -413,3 +413,31 @@ Test(cli, seccomp_modes)
 	cr_assert_eq(cfg.seccomp, SECCOMP_OFF);
 	expect_bad("--seccomp must be on, log or off (got 'strict')", "--kernel", "k", "--seccomp", "strict");
 }
+
+Test(cli, profile)
+{
+	cr_assert_eq(cfg.prof.n, 0);
+	cr_assert_eq(PARSE("--kernel", "k", "--profile", "task-clock:1ms,cycles:100000", "--profile-output",
+			   "d", "--symbols", "System.map"),
+		     0, "%s", err.msg);
+	cr_assert_eq(cfg.prof.n, 2);
+	cr_assert_str_eq(cfg.prof.text, "task-clock:1000000ns,cycles:100000");
+	cr_assert_str_eq(cfg.profile_output, "d");
+	cr_assert_str_eq(cfg.symbols, "System.map");
+	/* With --restore the snapshot sets --profile; where the profile goes and its symbols may be given. */
+	cr_assert_eq(PARSE("--restore", "snap", "--profile-output", "d", "--symbols", "m"), 0, "%s", err.msg);
+}
+
+Test(cli, profile_bad)
+{
+	expect_bad("unknown event 'nope'", "--kernel", "k", "--profile", "nope:1ms");
+	expect_bad("a time period needs a unit", "--kernel", "k", "--profile", "task-clock:1");
+	expect_bad("--profile is given twice", "--kernel", "k", "--profile", "task-clock:1ms", "--profile",
+		   "cpu-clock:1ms");
+	expect_bad("--profile-output needs --profile", "--kernel", "k", "--profile-output", "d");
+	expect_bad("--symbols needs --profile", "--kernel", "k", "--symbols", "m");
+	expect_bad("--profile-output needs a directory", "--kernel", "k", "--profile", "task-clock:1ms",
+		   "--profile-output", "");
+	expect_bad("--profile cannot be combined with --restore", "--restore", "s", "--profile",
+		   "task-clock:1ms");
+}

@@ -1,0 +1,102 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Host-side profiling benchmark (POSIX sh: it also runs in the busybox test
+# VM). The ring-3 workload of the ring3-compute guest (a 64-bit LCG, timed
+# by the guest with the TSC) with `--profile task-clock:1ms` (1 kHz per
+# vCPU) next to the same workload without it, in alternating runs of one
+# session (off, on, on, off, ...); the ratio is taken per pair, then the
+# median. Also the cost of one sample: the vCPU thread's time per sample
+# (profile.json's sample_ns / samples) and the guest time lost per sample
+# ((on - off) / samples). Env: BUILD (build), BENCH_PROF_RUNS (5 pairs),
+# BENCH_PROF_ITERS (400000000 LCG steps, ~0.6 s natively), BENCH_HOST.
+# Run by bench/run.sh.
+set -eu
+
+build=${BUILD:-build}
+pairs=${BENCH_PROF_RUNS:-5}
+iters=${BENCH_PROF_ITERS:-400000000}
+host="$("$build/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+pv=$build/perfvisor
+guest=$build/guests/ring3-compute.elf
+case "$pairs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PROF_RUNS must be a positive number" >&2; exit 2 ;; esac
+case "$iters" in '' | *[!0-9]* | 0) echo "bench: BENCH_PROF_ITERS must be a positive number" >&2; exit 2 ;; esac
+for f in "$pv" "$guest"; do
+	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
+done
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# run_guest on|off LABEL: one run; "LABEL us=U samples=S sample_ns=N" goes to $tmp/bench.
+n=0
+run_guest() {
+	n=$((n + 1))
+	out="$tmp/out.$2"
+	prof=""
+	[ "$1" = on ] && prof="--profile task-clock:1ms --profile-output $tmp/prof.$2"
+	st=0
+	# shellcheck disable=SC2086 # $prof is two options or none
+	"$pv" run --kernel "$guest" --cpus 1 --memory 64M --timeout 600 --cmdline "iters=$iters" $prof \
+		>"$out" 2>&1 || st=$?
+	us=$(sed -n 's/^ring3-compute: [0-9]* iterations in [0-9]* TSC cycles = \([0-9]*\) us.*/\1/p' "$out")
+	if [ "$st" -ne 0 ] || [ -z "$us" ]; then
+		echo "bench: ring3-compute run $2 (profile $1) failed (exit $st); its output:" >&2
+		tail -n 20 "$out" >&2
+		exit 1
+	fi
+	samples=0; sns=0
+	if [ "$1" = on ]; then
+		# profile.json is indented one key a line: no JSON tool needed.
+		samples=$(sed -n 's/^ *"samples": \([0-9]*\),*$/\1/p' "$tmp/prof.$2/profile.json" | tail -n 1)
+		sns=$(sed -n 's/^ *"sample_ns": \([0-9]*\),*$/\1/p' "$tmp/prof.$2/profile.json" | tail -n 1)
+	fi
+	echo "$2 us=$us samples=${samples:-0} sample_ns=${sns:-0}" >>"$tmp/bench"
+}
+
+echo "bench: profiling: $pairs pairs of ring3-compute runs ($iters steps) without and with --profile task-clock:1ms ..."
+: >"$tmp/bench"
+i=1
+while [ "$i" -le "$pairs" ]; do
+	if [ $((i % 2)) -eq 1 ]; then
+		run_guest off "off$i"; run_guest on "on$i"
+	else
+		run_guest on "on$i"; run_guest off "off$i"
+	fi
+	i=$((i + 1))
+done
+
+echo
+awk -v host="$host" -v pairs="$pairs" '
+function med(a, n,    i, j, t, b) {
+	for (i = 1; i <= n; i++) b[i] = a[i]
+	for (i = 2; i <= n; i++) {
+		t = b[i]
+		for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]
+		b[j + 1] = t
+	}
+	if (n == 0) return -1
+	return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+}
+{
+	id = $1; sub(/^(on|off)/, "", id)
+	for (f = 2; f <= NF; f++) { k = $f; sub(/=.*/, "", k); v = $f; sub(/^[^=]*=/, "", v); x[$1, k] = v + 0 }
+}
+END {
+	for (i = 1; i <= pairs; i++) {
+		off[i] = x["off" i, "us"]; on[i] = x["on" i, "us"]; s = x["on" i, "samples"]
+		ratio[i] = off[i] > 0 ? on[i] / off[i] : 0
+		vmm[i] = s > 0 ? x["on" i, "sample_ns"] / s : 0
+		lost[i] = s > 0 ? (on[i] - off[i]) * 1000 / s : 0
+		smp[i] = s; rate[i] = on[i] > 0 ? s * 1000000 / on[i] : 0
+	}
+	r = med(ratio, pairs)
+	printf "perfvisor bench — host-side profiling (%s)\n", host
+	printf "%-56s %5s %12s   %s\n", "case", "runs", "median", "ratio"
+	printf "%-56s %5d %9.0f us   1.00 (baseline)\n", "ring-3 workload, no --profile", pairs, med(off, pairs)
+	printf "%-56s %5d %9.0f us   %.4fx (per pair, median; target <= 1.02x: %s)\n", "ring-3 workload, --profile task-clock:1ms", pairs, med(on, pairs), r, r <= 1.02 ? "met" : "MISSED"
+	printf "%-56s %5d %9.0f      %.0f samples/s of workload time\n", "samples per run", pairs, med(smp, pairs), med(rate, pairs)
+	printf "%-56s %5d %9.2f us   -\n", "one sample, vCPU thread time (registers, walk, ring)", pairs, med(vmm, pairs) / 1000
+	printf "%-56s %5d %9.2f us   - (exit, signal, sample, re-entry)\n", "one sample, guest time lost ((on - off) / samples)", pairs, med(lost, pairs) / 1000
+	printf "runs alternate (off, on, on, off, ...) in this session; each ratio is on / off of one pair. The guest lost per\n"
+	printf "sample is a difference of two noisy runs: read it as an estimate (it can even come out negative).\n"
+}' "$tmp/bench"

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the profiler's pure parts (pmu/profile*.c, pmu/symbols.c):
+ * --profile parsing and every bad value, the sample ring (full, wrap),
+ * aggregation and its bound, symbol tables from text and from an ELF (this
+ * test's own executable; a damaged copy of it), and the output formats.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pmu/pmu.h"
+
+static int parse(const char *s, bool hw, struct prof_spec *out, struct errbuf *err)
+{
+	return prof_spec_parse(s, hw, out, err);
+}
+
+Test(profile_spec, good_values)
+{
+	struct prof_spec s;
+	struct errbuf err;
+
+	cr_assert_eq(parse("task-clock:1ms", false, &s, &err), 0);
+	cr_assert_eq(s.n, 1);
+	cr_assert_str_eq(s.e[0].ev->name, "task-clock");
+	cr_assert_eq(s.e[0].period, 1000000);
+	cr_assert_str_eq(s.text, "task-clock:1000000ns");
+	cr_assert_eq(parse("cpu-clock:500us,cycles:100000", true, &s, &err), 0);
+	cr_assert_eq(s.n, 2);
+	cr_assert_eq(s.e[0].period, 500000);
+	cr_assert_str_eq(s.e[1].ev->name, "cycles");
+	cr_assert_eq(s.e[1].period, 100000);
+	cr_assert_str_eq(s.text, "cpu-clock:500000ns,cycles:100000");
+	/* The normalized text parses to the same spec (snapshots keep it). */
+	cr_assert_eq(parse(s.text, true, &s, &err), 0);
+	cr_assert_eq(s.e[0].period, 500000);
+	cr_assert_eq(parse("task-clock:100us", false, &s, &err), 0);
+	cr_assert_eq(parse("task-clock:10s", false, &s, &err), 0);
+	cr_assert_eq(parse("task-clock:100000ns", false, &s, &err), 0);
+}
+
+Test(profile_spec, bad_values)
+{
+	static const struct {
+		const char *in, *msg;
+	} bad[] = {
+		{ "", "needs EVENT:PERIOD" },
+		{ "task-clock", "needs EVENT:PERIOD" },
+		{ ":1ms", "no event name" },
+		{ "foo:1ms", "unknown event 'foo'" },
+		{ "exits:1000", "unknown event 'exits'" }, /* a PV PMU event, but no host counter */
+		{ "page-faults:1000", "unknown event" },   /* software, but no time */
+		{ "task-clock:1", "needs a unit" },
+		{ "task-clock:0ms", "100us to 10s" },
+		{ "task-clock:99us", "100us to 10s" },
+		{ "task-clock:11s", "100us to 10s" },
+		{ "task-clock:99999999999999999999s", "not a period" },
+		{ "task-clock:18446744073709551615s", "not a period" },
+		{ "task-clock:ms", "not a period" },
+		{ "task-clock:-1ms", "not a period" },
+		{ "task-clock:1 ms", "not a period" },
+		{ "task-clock:1ms,", "empty item" },
+		{ ",task-clock:1ms", "empty item" },
+		{ "task-clock:1ms,,cpu-clock:1ms", "empty item" },
+		{ "task-clock:1ms,task-clock:2ms", "given twice" },
+		{ "cycles:100000", "no hardware PMU" },
+		{ "cycles:9999", "count of events" },
+		{ "cycles:1ms", "count of events" },
+		{ "a:1ms,b:1ms,c:1ms,d:1ms,e:1ms", "unknown event" },
+		{ "task-clock:1ms,cpu-clock:1ms,cycles:100000,instructions:100000,branches:100000",
+		  "at most 4" },
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct prof_spec s;
+		struct errbuf err = { "" };
+		bool hw = strstr(bad[i].in, "at most") || strstr(bad[i].msg, "at most") ||
+			  strstr(bad[i].msg, "count");
+
+		cr_assert_lt(parse(bad[i].in, hw, &s, &err), 0, "'%s' accepted", bad[i].in);
+		cr_assert(strstr(err.msg, bad[i].msg), "'%s': message '%s' lacks '%s'", bad[i].in, err.msg,
+			  bad[i].msg);
+	}
+}
+
+Test(profile_ring, fill_drain_wrap)
+{
+	struct prof_ring r;
+	struct prof_sample s = { .depth = 1 }, o;
+
+	cr_assert_eq(prof_ring_init(&r), 0);
+	cr_assert_not(prof_ring_pop(&r, &o));
+	for (int round = 0; round < 3; round++) {
+		for (unsigned i = 0; i < PROF_RING_SIZE; i++) {
+			s.pc[0] = round * 100000 + i;
+			cr_assert(prof_ring_push(&r, &s));
+		}
+		s.pc[0] = 42;
+		cr_assert_not(prof_ring_push(&r, &s), "a full ring took a sample");
+		for (unsigned i = 0; i < PROF_RING_SIZE; i++) {
+			cr_assert(prof_ring_pop(&r, &o));
+			cr_assert_eq(o.pc[0], (uint64_t)(round * 100000 + i));
+		}
+		cr_assert_not(prof_ring_pop(&r, &o));
+	}
+	prof_ring_fini(&r);
+}
+
+Test(profile_data, aggregates_and_bounds)
+{
+	struct prof_data d;
+	struct prof_sample s = { .vcpu = 1, .cpl = 3, .depth = 2, .pc = { 0x1000, 0x2000 } };
+
+	cr_assert_eq(prof_data_init(&d, 2, 8), 0);
+	for (int i = 0; i < 5; i++)
+		prof_data_add(&d, &s);
+	cr_assert_eq(d.n, 1);
+	cr_assert_eq(d.samples, 5);
+	s.cpl = 0; /* same addresses, other ring: another stack */
+	prof_data_add(&d, &s);
+	cr_assert_eq(d.n, 2);
+	/* Room for 6 of 8 distinct stacks; the rest are counted as lost, never dropped silently. */
+	for (uint64_t i = 0; i < 10; i++) {
+		s.pc[0] = 0x3000 + i;
+		prof_data_add(&d, &s);
+	}
+	cr_assert_eq(d.n, 6);
+	cr_assert_eq(d.lost, 6);
+	cr_assert_eq(d.samples, 16);
+	s.depth = 0;
+	prof_data_add(&d, &s);
+	cr_assert_eq(d.lost, 7);
+	prof_data_fini(&d);
+}
+
+static const char map[] = "0000000000100000 T _start\n"
+			  "0000000000100100 t hot_a\n"
+			  "0000000000100200 T hot_b\t[mod]\n"
+			  "0000000000300000 D data_symbol\n"
+			  "                 U undefined\n"
+			  "garbage line\n"
+			  "0000000000100300 W weak_fn\r\n";
+
+Test(profile_symbols, text)
+{
+	struct prof_symtab t;
+	struct errbuf err;
+
+	cr_assert_eq(prof_symtab_load_text(&t, map, strlen(map), &err), 0, "%s", err.msg);
+	cr_assert_eq(t.n, 4);
+	cr_assert_str_eq(t.source, "System.map");
+	cr_assert_str_eq(prof_symtab_find(&t, 0x100100)->name, "hot_a");
+	cr_assert_str_eq(prof_symtab_find(&t, 0x1001ff)->name, "hot_a");
+	cr_assert_str_eq(prof_symtab_find(&t, 0x100200)->name, "hot_b");
+	cr_assert_str_eq(prof_symtab_find(&t, 0x100300)->name, "weak_fn");
+	cr_assert_null(prof_symtab_find(&t, 0xfffff));
+	cr_assert_null(prof_symtab_find(&t, 0x100300 + (1u << 20)), "an unsized last symbol is bounded");
+	prof_symtab_fini(&t);
+	cr_assert_lt(prof_symtab_load_text(&t, "hello\nworld\n", 12, &err), 0);
+	cr_assert(strstr(err.msg, "no text symbols"));
+}
+
+static void *read_self(size_t *len)
+{
+	FILE *f = fopen("/proc/self/exe", "rb");
+	char *buf = malloc(64 << 20);
+
+	cr_assert(f && buf);
+	*len = fread(buf, 1, 64 << 20, f);
+	fclose(f);
+	return buf;
+}
+
+Test(profile_symbols, elf_own_executable)
+{
+	struct prof_symtab t;
+	struct errbuf err;
+	size_t len;
+	char *img = read_self(&len);
+	const struct prof_sym *s = NULL;
+
+	cr_assert_eq(prof_symtab_load_elf(&t, img, len, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(t.source, "ELF .symtab");
+	for (size_t i = 0; i < t.n; i++)
+		if (!strcmp(t.sym[i].name, "prof_ring_push"))
+			s = &t.sym[i];
+	cr_assert_not_null(s, "prof_ring_push not in this test's own symbols");
+	cr_assert_gt(s->size, 0);
+	cr_assert_eq(prof_symtab_find(&t, s->addr + s->size - 1), s);
+	cr_assert_neq(prof_symtab_find(&t, s->addr + s->size), s);
+	prof_symtab_fini(&t);
+	/* Damaged copies: refused or loaded, never read outside the buffer (ASan build). */
+	for (size_t cut = 0; cut < len; cut += len / 61 + 1) {
+		if (prof_symtab_load_elf(&t, img, cut, &err) == 0)
+			prof_symtab_fini(&t);
+	}
+	cr_assert_lt(prof_symtab_load_elf(&t, "\177ELF", 4, &err), 0);
+	cr_assert_lt(prof_symtab_load_elf(&t, "text", 4, &err), 0);
+	free(img);
+}
+
+Test(profile_out, json_folded_table)
+{
+	struct prof_spec spec;
+	struct prof_symtab syms, none = { 0 };
+	struct prof_data d;
+	struct errbuf err;
+	uint64_t samples[2] = { 5, 1 }, zero[2] = { 0, 0 };
+	struct prof_sample a = { .vcpu = 0, .cpl = 3, .depth = 2, .pc = { 0x100110, 0x100010 } };
+	struct prof_sample b = { .vcpu = 1, .cpl = 0, .depth = 1, .pc = { 0x100210 } };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	json_t *j;
+
+	cr_assert_eq(prof_spec_parse("task-clock:1ms", false, &spec, &err), 0);
+	cr_assert_eq(prof_symtab_load_text(&syms, map, strlen(map), &err), 0);
+	cr_assert_eq(prof_data_init(&d, 2, 64), 0);
+	for (int i = 0; i < 4; i++)
+		prof_data_add(&d, &a);
+	a.pc[0] = 0x100120; /* another address in hot_a: the same symbolized stack */
+	prof_data_add(&d, &a);
+	prof_data_add(&d, &b);
+	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
+						  .syms = &syms,
+						  .kernel = "k.elf",
+						  .per_vcpu_samples = samples,
+						  .per_vcpu_dropped = zero,
+						  .per_vcpu_throttled = zero });
+	cr_assert_not_null(j);
+	cr_assert_eq(json_array_size(json_object_get(j, "stacks")), 2, "same symbols were not merged");
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(prof_write_folded(f, j), 0);
+	fclose(f);
+	cr_assert_str_eq(buf, "vcpu0;ring3;_start;hot_a 5\nvcpu1;ring0;hot_b 1\n");
+	free(buf);
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(prof_write_table(f, j, 0), 0);
+	fclose(f);
+	cr_assert(strstr(buf, "profile: 6 samples (task-clock:1000000ns) on 2 vCPUs"), "%s", buf);
+	cr_assert(strstr(buf, "ring 0: 1 samples (16.7%), ring 3: 5 samples (83.3%)"), "%s", buf);
+	cr_assert(strstr(buf, "        5  83.3%         5  83.3%          5          0  hot_a\n"), "%s", buf);
+	cr_assert(strstr(buf, "        0   0.0%         5  83.3%          0          0  _start\n"), "%s",
+		  buf);
+	free(buf);
+	json_decref(j);
+	/* No symbols: addresses, every sample unknown. */
+	snprintf(none.source, sizeof(none.source), "none");
+	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
+						  .syms = &none,
+						  .per_vcpu_samples = samples,
+						  .per_vcpu_dropped = zero,
+						  .per_vcpu_throttled = zero });
+	cr_assert_eq(json_integer_value(json_object_get(j, "unknown")), 6);
+	cr_assert_eq(json_array_size(json_object_get(j, "stacks")), 3);
+	json_decref(j);
+	prof_data_fini(&d);
+	prof_symtab_fini(&syms);
+}
