@@ -42,15 +42,6 @@ uint64_t rt_mem_size(void);
  */
 uint32_t rt_host_kind(void);
 const char *rt_host_name(void);
-/*
- * kvm_pvm emulates guest ring 0 and kills the VM on a software interrupt
- * there (int3, int $N: KVM_EXIT_INTERNAL_ERROR); in ring 3 `int $N` raises
- * #UD. True where software interrupts behave as on hardware.
- */
-static inline bool rt_host_soft_int_works(void)
-{
-	return rt_host_kind() != PV_HOST_KVM_PVM;
-}
 
 /* ---- strings (string.c) -------------------------------------------------- */
 void *memcpy(void *dst, const void *src, size_t n);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * exceptions: raise #DE, #BP, #UD, #GP and #PF in ring 0 (rt_catch) and in
- * ring 3 (rt_run_user) and check vector, error code, RIP and CR2; #GP from
- * privileged instructions in ring 3; execution resumes cleanly after each.
- * Software interrupts in ring 0 are skipped on kvm_pvm, which kills the VM
- * on them (tests/guest-insn-allow lists them).
+ * exceptions: raise #DE, #UD, #GP and #PF in ring 0 (rt_catch) and #DE,
+ * #BP, #UD, #GP and #PF in ring 3 (rt_run_user), and check vector, error
+ * code, RIP and CR2; #GP from privileged instructions in ring 3; execution
+ * resumes cleanly after each. No software interrupt except int3 in ring 3,
+ * the one that works on every KVM host (tests/guest-check/allow).
  */
 #include "guest.h"
 
@@ -16,8 +16,7 @@
  * checked. Each label has a ring-0 and a ring-3 C prototype.
  */
 asm(".text\n"
-    ".globl ex_ud2_k, ex_ud2_u, ex_hlt_u, ex_cli_u, ex_int3_k, ex_int3_after, ex_int3_u, ex_int3_u_after\n"
-    ".globl ex_int22_k, ex_int22_u\n"
+    ".globl ex_ud2_k, ex_ud2_u, ex_hlt_u, ex_cli_u, ex_int3_u, ex_int3_u_after\n"
     "ex_ud2_k:\n"
     "ex_ud2_u:\n"
     "	ud2\n"
@@ -28,30 +27,16 @@ asm(".text\n"
     "ex_cli_u:\n"
     "	cli\n"
     "	ret\n"
-    "ex_int3_k:\n"
-    "	int3\n"
-    "ex_int3_after:\n"
-    "	ret\n"
     "ex_int3_u:\n"
     "	int3\n"
     "ex_int3_u_after:\n"
-    "	ret\n"
-    "ex_int22_k:\n"
-    "	int $0x22\n"
-    "	ret\n"
-    "ex_int22_u:\n"
-    "	int $0x22\n"
     "	ret\n");
 void ex_ud2_k(void *arg);
 long ex_ud2_u(void *arg);
 long ex_hlt_u(void *arg);
 long ex_cli_u(void *arg);
-void ex_int3_k(void *arg);
-extern char ex_int3_after[];
 long ex_int3_u(void *arg);
 extern char ex_int3_u_after[];
-void ex_int22_k(void *arg);
-long ex_int22_u(void *arg);
 
 static void read_k(void *addr)
 {
@@ -133,36 +118,13 @@ static void user(const char *what, long (*fn)(void *), void *arg, int vector, in
 	check(&e, rt_run_user(fn, arg, NULL, &f), &f, true);
 }
 
-/*
- * int $0x22 in ring 3 through a DPL-0 gate: #GP with an error code that
- * names an IDT entry (bit 1) on hardware; kvm_pvm raises #UD for any
- * `int $N` in ring 3. (The index in the error code is not checked: QEMU's
- * TCG, under the test host, reports vector * 16 where hardware has * 8.)
- */
-static void user_soft_int(void)
-{
-	struct rt_fault f = { 0 };
-	int v = rt_run_user(ex_int22_u, NULL, NULL, &f);
-	bool ok = (f.cs & 3) == 3 && f.rip == (uintptr_t)ex_int22_u;
-
-	if (rt_host_soft_int_works())
-		report(ok && v == 13 && (f.error_code & 3) == 2,
-		       "ring 3 int $0x22 (DPL 0 gate): %s (want #GP, IDT bit) error 0x%lx rip 0x%lx",
-		       v < 0 ? "no exception" : rt_vector_name((uint32_t)v), f.error_code, f.rip);
-	else
-		report(ok && v == 6, "ring 3 int $0x22 on %s: %s (want #UD) rip 0x%lx", rt_host_name(),
-		       v < 0 ? "no exception" : rt_vector_name((uint32_t)v), f.rip);
-}
-
 static volatile uint32_t handler_calls;
-static bool handler_eoi; /* the vector came from the LAPIC: acknowledge it */
 
 static bool count_handler(struct rt_regs *regs)
 {
 	(void)regs;
 	handler_calls++;
-	if (handler_eoi)
-		apic_eoi();
+	apic_eoi(); /* the vector came from the LAPIC */
 	return true;
 }
 
@@ -171,29 +133,16 @@ static bool handler_ran(void *arg)
 	return handler_calls >= (uint32_t)(uintptr_t)arg;
 }
 
-/*
- * rt_set_handler: the handler runs and the interrupted code resumes (iretq),
- * for a self-IPI on every host, and for a software `int $0x22` where the
- * host runs software interrupts in ring 0.
- */
+/* rt_set_handler: the handler runs and the interrupted code resumes (iretq), for a self-IPI. */
 static void installed_handler(void)
 {
 	bool arrived;
 
 	rt_set_handler(0x22, count_handler);
-	handler_eoi = true;
 	apic_self_ipi(0x22);
 	arrived = rt_wait_irq(handler_ran, (void *)1, 1000000);
 	report(arrived && handler_calls == 1,
 	       "rt_set_handler: self-IPI on vector 0x22 handled, execution resumed (%u call)", handler_calls);
-	handler_eoi = false;
-	if (rt_host_soft_int_works()) {
-		ex_int22_k(NULL);
-		report(handler_calls == 2, "rt_set_handler: int $0x22 in ring 0 handled, execution resumed");
-	} else {
-		report_skip("int $0x22 in ring 0: %s kills the VM on a software interrupt in ring 0",
-			    rt_host_name());
-	}
 	rt_set_handler(0x22, NULL);
 }
 
@@ -220,10 +169,6 @@ int main(const struct pv_bootinfo *bi)
 	(void)bi;
 	/* Ring 0, through rt_catch. */
 	kernel("divide by zero", div_k, NULL, 0, -1, 0);
-	if (rt_host_soft_int_works())
-		kernel("int3", ex_int3_k, NULL, 3, -1, (uintptr_t)ex_int3_after);
-	else
-		report_skip("ring 0 int3: %s kills the VM on a software interrupt in ring 0", rt_host_name());
 	kernel("ud2", ex_ud2_k, NULL, 6, -1, (uintptr_t)ex_ud2_k);
 	kernel("non-canonical load", read_k, nc, 13, 0, 0);
 	kernel("unmapped load", read_k, unmapped, 14, 0, 0);
@@ -237,7 +182,6 @@ int main(const struct pv_bootinfo *bi)
 	user("divide by zero", div_u, NULL, 0, -1, 0);
 	user("ud2", ex_ud2_u, NULL, 6, -1, (uintptr_t)ex_ud2_u);
 	user("int3", ex_int3_u, NULL, 3, -1, (uintptr_t)ex_int3_u_after);
-	user_soft_int();
 	user("non-canonical load", read_u, nc, 13, 0, 0);
 	user("hlt (privileged)", ex_hlt_u, NULL, 13, 0, (uintptr_t)ex_hlt_u);
 	user("cli (IOPL 0)", ex_cli_u, NULL, 13, 0, (uintptr_t)ex_cli_u);
