@@ -10,6 +10,7 @@
 # calibration run), BENCH_HOST (what KVM this is, for the header). Run by
 # bench/run.sh after bench/boot.sh.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 build=${BUILD:-build}
 runs=${BENCH_PMU_RUNS:-5}
@@ -66,17 +67,7 @@ while [ "$i" -le "$runs" ]; do
 done
 
 echo
-awk -v host="$host" -v runs="$runs" '
-function med(a, n,    i, j, t, b) {
-	for (i = 1; i <= n; i++) b[i] = a[i]
-	for (i = 2; i <= n; i++) {
-		t = b[i]
-		for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]
-		b[j + 1] = t
-	}
-	if (n == 0) return -1
-	return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
-}
+awk -v host="$host" -v runs="$runs" "$bench_awk_med"'
 function put(kind, key, v) { val[kind, key, ++cnt[kind, key]] = v }
 function col(kind, key,    i, a) {
 	for (i = 1; i <= cnt[kind, key]; i++) a[i] = val[kind, key, i]

@@ -11,6 +11,7 @@
 # BENCH_PROF_ITERS (400000000 LCG steps, ~0.6 s natively), BENCH_HOST.
 # Run by bench/run.sh.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 build=${BUILD:-build}
 pairs=${BENCH_PROF_RUNS:-5}
@@ -66,17 +67,7 @@ while [ "$i" -le "$pairs" ]; do
 done
 
 echo
-awk -v host="$host" -v pairs="$pairs" '
-function med(a, n,    i, j, t, b) {
-	for (i = 1; i <= n; i++) b[i] = a[i]
-	for (i = 2; i <= n; i++) {
-		t = b[i]
-		for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]
-		b[j + 1] = t
-	}
-	if (n == 0) return -1
-	return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
-}
+awk -v host="$host" -v pairs="$pairs" "$bench_awk_med"'
 {
 	id = $1; sub(/^(on|off)/, "", id)
 	for (f = 2; f <= NF; f++) { k = $f; sub(/=.*/, "", k); v = $f; sub(/^[^=]*=/, "", v); x[$1, k] = v + 0 }

@@ -8,6 +8,7 @@
 # the medians. Env: BUILD (build), BENCH_SECCOMP_RUNS (10 of each kind),
 # BENCH_HOST. Run by bench/run.sh.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 build=${BUILD:-build}
 runs=${BENCH_SECCOMP_RUNS:-10}
@@ -36,12 +37,6 @@ one() {
 	[ "$1" = on ] && sed -n 's/^perfvisor: seccomp on: //p' "$out" >"$tmp/lists"
 	return 0
 }
-# median FILE
-median() {
-	n=$(wc -l <"$1")
-	sort -n "$1" | awk -v n="$n" '{ v[NR] = $1 } END { print n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }'
-}
-
 echo "bench: seccomp: $runs runs with --seccomp off and $runs with it on, alternating, 2000 MSR exits each ..."
 : >"$tmp/on"
 : >"$tmp/off"
@@ -50,8 +45,8 @@ while [ "$i" -le "$runs" ]; do
 	if [ $((i % 2)) -eq 1 ]; then one off; one on; else one on; one off; fi
 	i=$((i + 1))
 done
-off=$(median "$tmp/off")
-on=$(median "$tmp/on")
+off=$(bench_median "$tmp/off")
+on=$(bench_median "$tmp/on")
 off_min=$(sort -n "$tmp/off" | head -n 1)
 on_min=$(sort -n "$tmp/on" | head -n 1)
 echo

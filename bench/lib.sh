@@ -1,0 +1,21 @@
+# SPDX-License-Identifier: MIT
+# Shared by the bench scripts (POSIX sh; sourced). bench_awk_med is an awk
+# function med(a, n): the median of a[1..n] (-1 for none), for a script to
+# put in front of its awk program; bench_median FILE prints the median of a
+# file's numbers, one per line.
+bench_awk_med='
+function med(a, n,    i, j, t, b) {
+	for (i = 1; i <= n; i++) b[i] = a[i]
+	for (i = 2; i <= n; i++) {
+		t = b[i]
+		for (j = i - 1; j >= 1 && b[j] > t; j--) b[j + 1] = b[j]
+		b[j + 1] = t
+	}
+	if (n == 0) return -1
+	return n % 2 ? b[(n + 1) / 2] : (b[n / 2] + b[n / 2 + 1]) / 2
+}'
+bench_median() {
+	awk "$bench_awk_med"'
+{ v[++n] = $1 }
+END { print med(v, n) }' "$1"
+}
