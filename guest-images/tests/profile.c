@@ -12,7 +12,7 @@
 
 #define LCG_A 6364136223846793005ULL
 #define LCG_C 1442695040888963407ULL
-#define UNIT 20000ULL /* LCG steps of the lighter function per round */
+#define UNIT 20000ULL /* LCG steps of the lighter function per round, at least */
 
 #define __hot_fn __attribute__((noinline, noipa))
 
@@ -50,10 +50,18 @@ __hot_fn uint64_t hot_b(uint64_t x, uint64_t n)
 	return lcg_steps(x, n);
 }
 
+/*
+ * One round: its length varies, UNIT to 2 * UNIT steps per unit (from the
+ * LCG's top bits), so that rounds cannot lock in phase with a fixed
+ * sampling period (a 1 ms period that is exactly two rounds would see the
+ * same point of every round); the a:b ratio of each round stays exact.
+ */
 __hot_fn uint64_t work_round(struct job *j, uint64_t x)
 {
-	x = hot_a(x, j->a_units * UNIT);
-	return hot_b(x, j->b_units * UNIT);
+	uint64_t n = UNIT + (x >> 40) % UNIT;
+
+	x = hot_a(x, j->a_units * n);
+	return hot_b(x, j->b_units * n);
 }
 
 __hot_fn long user_main(void *p)
