@@ -174,10 +174,17 @@ static void continuity(void)
 	pvpmu_reset();
 }
 
+/*
+ * task-clock counts the vCPU thread's time on a CPU, the TSC the time that
+ * passed: never more (beyond the tolerance), and as much when the host is
+ * not busy. A host that runs something else on our CPU makes it less, so a
+ * short count is measured again, up to 5 times; one count too many fails.
+ */
 static void task_clock(void)
 {
 	uint64_t ms = cmdline_get_u64("ms", 200), tol = cmdline_get_u64("tolerance", 25);
-	uint64_t t0, t1, r1, r2, ns, tsc_ns;
+	uint64_t t0, t1, r1, r2, ns = 0, tsc_ns = 0;
+	bool within = false, over = false;
 
 	if (!pvpmu_event_available(PV_PMU_EV_TASK_CLOCK)) {
 		report(false, "task-clock available");
@@ -185,19 +192,23 @@ static void task_clock(void)
 	}
 	report(pvpmu_program(0, PV_PMU_EV_TASK_CLOCK, BOTH | PV_PMU_CFG_EN, 0) == RT_NO_FAULT,
 	       "program counter 0: task-clock");
-	wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 1);
-	t0 = rdtsc();
-	r1 = pvpmu_read(0);
-	rt_user_call(rt_spin_until, (void *)(uintptr_t)tsc_deadline_us(ms * 1000));
-	r2 = pvpmu_read(0);
-	t1 = rdtsc();
-	wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 0);
-	ns = r2 - r1;
-	tsc_ns = tsc_to_us(t1 - t0) * 1000;
-	printf("pmu-count: task-clock %lu ns over %lu ns of TSC time (tsc_khz %u)\n", ns, tsc_ns, tsc_khz());
-	report(ns * 100 >= tsc_ns * (100 - tol) && ns * 100 <= tsc_ns * (100 + tol),
-	       "task-clock over a %lu ms ring-3 loop within +-%lu%% of the TSC: %lu us vs %lu us", ms, tol,
-	       ns / 1000, tsc_ns / 1000);
+	for (unsigned attempt = 1; attempt <= 5 && !within && !over; attempt++) {
+		wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 1);
+		t0 = rdtsc();
+		r1 = pvpmu_read(0);
+		rt_user_call(rt_spin_until, (void *)(uintptr_t)tsc_deadline_us(ms * 1000));
+		r2 = pvpmu_read(0);
+		t1 = rdtsc();
+		wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 0);
+		ns = r2 - r1;
+		tsc_ns = tsc_to_us(t1 - t0) * 1000;
+		printf("pmu-count: task-clock %lu ns over %lu ns of TSC time (tsc_khz %u, attempt %u)\n", ns,
+		       tsc_ns, tsc_khz(), attempt);
+		over = ns * 100 > tsc_ns * (100 + tol);
+		within = !over && ns * 100 >= tsc_ns * (100 - tol);
+	}
+	report(within, "task-clock over a %lu ms ring-3 loop within +-%lu%% of the TSC: %lu us vs %lu us", ms,
+	       tol, ns / 1000, tsc_ns / 1000);
 	report(rdmsr(PV_PMU_MSR_ERROR) == 0, "ERROR is 0 with task-clock");
 	pvpmu_reset();
 }
