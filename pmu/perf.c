@@ -4,7 +4,8 @@
  * Hardware events count the guest only (exclude_host) with the guest's
  * USR/OS filter; software events count the whole vCPU thread. A sampling
  * counter signals the vCPU thread on overflow (O_ASYNC, F_SETSIG,
- * F_SETOWN_EX), which interrupts KVM_RUN.
+ * F_SETOWN_EX), which interrupts KVM_RUN; or writes its samples into a
+ * perf ring buffer and leaves the vCPU alone (--profile mode=leaf).
  */
 #include "pmu.h"
 
@@ -13,6 +14,7 @@
 #include <linux/perf_event.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -58,6 +60,40 @@ int pmu_perf_open(const struct pmu_event_info *ev, uint64_t cfg, uint64_t period
 		close(fd);
 		return rc;
 	}
+	return fd;
+}
+
+int pmu_perf_open_ring(const struct pmu_event_info *ev, uint64_t cfg, uint64_t period, unsigned pages,
+		       void **map, size_t *map_len)
+{
+	struct perf_event_attr a;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = (1 + (size_t)pages) * page;
+	void *m;
+	int fd, rc;
+
+	if ((ev->cls != PV_PMU_CLASS_HW && ev->cls != PV_PMU_CLASS_SW) || !period || !pages ||
+	    (pages & (pages - 1)))
+		return -EINVAL;
+	perf_attr(&a, ev, cfg, period);
+	/*
+	 * The IP only; perf records the guest's when the interrupt came from it
+	 * (PERF_RECORD_MISC_GUEST_*). Nobody polls the fd: wake a poller only
+	 * when the ring is half full, which no reader waits for.
+	 */
+	a.sample_type = PERF_SAMPLE_IP;
+	a.watermark = 1;
+	a.wakeup_watermark = (uint32_t)(pages * page / 2);
+	fd = perf_open(&a);
+	if (fd < 0)
+		return fd;
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	*map = m;
+	*map_len = len;
 	return fd;
 }
 

@@ -192,6 +192,14 @@ bool pmu_caps_equal(const struct pmu_caps *a, const struct pmu_caps *b, const ch
 /* ---- the perf_event_open backend (perf.c) -------------------------------------- */
 /* Open ev on the calling thread; if period, sample and signal `signo` to this thread on overflow. */
 int pmu_perf_open(const struct pmu_event_info *ev, uint64_t cfg, uint64_t period, int signo);
+/*
+ * Open ev on the calling thread sampling its IP every period into a perf
+ * ring buffer of `pages` data pages (a power of two), mapped at *map
+ * (*map_len bytes, the control page first). No signal: the kernel writes
+ * the samples, a reader takes them (prof_perf_record). The fd, or -errno.
+ */
+int pmu_perf_open_ring(const struct pmu_event_info *ev, uint64_t cfg, uint64_t period, unsigned pages,
+		       void **map, size_t *map_len);
 int pmu_perf_read(int fd, uint64_t *count);
 int pmu_perf_set_period(int fd, uint64_t period);
 /* Probe: can ev be opened here? 0 or -errno. */
@@ -223,13 +231,21 @@ struct prof_event {
 struct prof_spec {
 	unsigned n; /* 0: no profiling */
 	struct prof_event e[PROF_MAX_EVENTS];
-	char text[128]; /* normalized, e.g. "task-clock:1000000ns,cycles:100000" */
+	/*
+	 * mode=leaf: the host kernel writes each sample (the guest's RIP and
+	 * whether it was in guest user or kernel mode) into a perf ring buffer
+	 * the main thread reads; the vCPU never leaves KVM_RUN for a sample,
+	 * and there are no stacks. Default (mode=stack): a signal per sample,
+	 * taken by the vCPU thread with a frame-pointer walk.
+	 */
+	bool leaf;
+	char text[128]; /* normalized, e.g. "task-clock:1000000ns,cycles:100000[,mode=leaf]" */
 };
 
 /*
- * Parse a --profile value: EVENT:PERIOD[,EVENT:PERIOD]..., time events
- * (task-clock, cpu-clock) with a unit (ns, us, ms, s), hardware events
- * (cycles, instructions, ...) with a count. hw_pmu says whether this host
+ * Parse a --profile value: EVENT:PERIOD[,EVENT:PERIOD]...[,mode=stack|leaf],
+ * time events (task-clock, cpu-clock) with a unit (ns, us, ms, s), hardware
+ * events (cycles, instructions, ...) with a count. hw_pmu says whether this host
  * has a hardware PMU: without one a hardware event is an error. 0, or
  * -EINVAL with one line naming the problem. Pure.
  */
@@ -247,6 +263,37 @@ struct prof_sample {
 	uint64_t pc[PROF_MAX_DEPTH];
 };
 #define PROF_SAMPLE_TRUNCATED (1u << 0) /* the walk stopped at a pointer outside guest RAM */
+/*
+ * mode=leaf only: a sample taken while the vCPU thread was not running the
+ * guest has cpl PROF_CPL_HOST and pc[0] one of PROF_HOST_*; it is shown as
+ * "[vmm]" or "[host-kernel]", in JSON with ring -1.
+ */
+#define PROF_CPL_HOST 4
+#define PROF_HOST_VMM 0	   /* perfvisor itself (host user mode) */
+#define PROF_HOST_KERNEL 1 /* the host kernel: KVM, and on kvm_pvm the emulated guest ring 0 */
+
+/* One record of a perf ring buffer (mode=leaf), decoded. */
+struct prof_perf_rec {
+	uint32_t type;	/* PERF_RECORD_* */
+	uint16_t misc;	/* PERF_RECORD_MISC_* */
+	uint64_t value; /* SAMPLE: the IP; LOST: the number of records lost */
+};
+
+/*
+ * The record at free-running offset `at` of a perf ring's data area
+ * (`size` bytes, a power of two; records may wrap around its end), whose
+ * kernel-written end is `head`. Returns the record's size, or 0 if what is
+ * there is not a record (shorter than its header, or past head): the
+ * caller then skips to head. Records are read with sample_type
+ * PERF_SAMPLE_IP only. Pure.
+ */
+size_t prof_perf_record(const uint8_t *data, uint64_t size, uint64_t at, uint64_t head,
+			struct prof_perf_rec *r);
+/*
+ * A SAMPLE record as a sample of vCPU `vcpu`, event `event`: in guest user
+ * mode cpl 3, in guest kernel mode cpl 0, else (the host) PROF_CPL_HOST.
+ */
+void prof_perf_sample(const struct prof_perf_rec *r, uint32_t vcpu, uint8_t event, struct prof_sample *s);
 
 /*
  * The per-vCPU ring: the vCPU thread pushes, the main thread pops; acquire

@@ -7,6 +7,7 @@
 #include "pmu.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,6 +115,7 @@ static int parse_one(const char *item, bool hw_pmu, struct prof_event *e, struct
 int prof_spec_parse(const char *s, bool hw_pmu, struct prof_spec *out, struct errbuf *err)
 {
 	char buf[256], *save = NULL;
+	bool mode_seen = false;
 	size_t at = 0;
 
 	if (strlen(s) >= sizeof(buf))
@@ -128,6 +130,19 @@ int prof_spec_parse(const char *s, bool hw_pmu, struct prof_spec *out, struct er
 		struct prof_event *e;
 		int rc;
 
+		if (!strncmp(item, "mode=", 5)) {
+			if (mode_seen)
+				return errbuf_set(err, -EINVAL, "--profile: mode= is given twice");
+			mode_seen = true;
+			if (!strcmp(item + 5, "leaf"))
+				out->leaf = true;
+			else if (strcmp(item + 5, "stack"))
+				return errbuf_set(
+					err, -EINVAL,
+					"--profile: unknown mode '%.40s' (modes: stack, the default; leaf)",
+					item + 5);
+			continue;
+		}
 		if (out->n == PROF_MAX_EVENTS)
 			return errbuf_set(err, -EINVAL, "--profile: at most %u events", PROF_MAX_EVENTS);
 		e = &out->e[out->n];
@@ -144,7 +159,75 @@ int prof_spec_parse(const char *s, bool hw_pmu, struct prof_spec *out, struct er
 		if (at >= sizeof(out->text))
 			return errbuf_set(err, -EINVAL, "--profile: the value is too long");
 	}
+	if (!out->n)
+		return errbuf_set(err, -EINVAL, "--profile needs EVENT:PERIOD, e.g. task-clock:1ms");
+	if (out->leaf) {
+		at += (size_t)snprintf(out->text + at, sizeof(out->text) - at, ",mode=leaf");
+		if (at >= sizeof(out->text))
+			return errbuf_set(err, -EINVAL, "--profile: the value is too long");
+	}
 	return 0;
+}
+
+/* ---- perf ring records (mode=leaf) --------------------------------------------------- */
+
+/* n bytes at free-running offset at of the ring, across its end if need be. */
+static void ring_copy(const uint8_t *data, uint64_t size, uint64_t at, void *dst, size_t n)
+{
+	uint64_t off = at & (size - 1);
+	size_t first = (size_t)(size - off) < n ? (size_t)(size - off) : n;
+
+	memcpy(dst, data + off, first);
+	memcpy((uint8_t *)dst + first, data, n - first);
+}
+
+size_t prof_perf_record(const uint8_t *data, uint64_t size, uint64_t at, uint64_t head,
+			struct prof_perf_rec *r)
+{
+	struct perf_event_header h;
+	uint64_t words[2] = { 0, 0 };
+
+	if (!size || (size & (size - 1)) || head - at < sizeof(h) || head - at > size)
+		return 0;
+	ring_copy(data, size, at, &h, sizeof(h));
+	if (h.size < sizeof(h) || h.size > head - at)
+		return 0;
+	r->type = h.type;
+	r->misc = h.misc;
+	r->value = 0;
+	ring_copy(data, size, at + sizeof(h), words,
+		  h.size - sizeof(h) < sizeof(words) ? h.size - sizeof(h) : sizeof(words));
+	if (h.type == PERF_RECORD_SAMPLE)
+		r->value = words[0]; /* sample_type PERF_SAMPLE_IP: { u64 ip; } */
+	else if (h.type == PERF_RECORD_LOST)
+		r->value = words[1]; /* { u64 id; u64 lost; } */
+	return h.size;
+}
+
+void prof_perf_sample(const struct prof_perf_rec *r, uint32_t vcpu, uint8_t event, struct prof_sample *s)
+{
+	memset(s, 0, offsetof(struct prof_sample, pc));
+	s->vcpu = vcpu;
+	s->event = event;
+	s->depth = 1;
+	switch (r->misc & PERF_RECORD_MISC_CPUMODE_MASK) {
+	case PERF_RECORD_MISC_GUEST_USER:
+		s->cpl = 3;
+		s->pc[0] = r->value;
+		break;
+	case PERF_RECORD_MISC_GUEST_KERNEL:
+		s->cpl = 0;
+		s->pc[0] = r->value;
+		break;
+	case PERF_RECORD_MISC_USER:
+		s->cpl = PROF_CPL_HOST;
+		s->pc[0] = PROF_HOST_VMM;
+		break;
+	default: /* the host kernel, the hypervisor, unknown */
+		s->cpl = PROF_CPL_HOST;
+		s->pc[0] = PROF_HOST_KERNEL;
+		break;
+	}
 }
 
 /* ---- the ring ------------------------------------------------------------------------ */

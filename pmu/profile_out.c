@@ -12,13 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PROF_JSON_VERSION 1
+/* 2: stacks with ring -1 (samples outside the guest, mode=leaf); 1 is read too */
+#define PROF_JSON_VERSION 2
 
-static json_t *frame_name(const struct prof_symtab *syms, uint64_t pc, bool *unknown)
+static json_t *frame_name(const struct prof_symtab *syms, uint8_t cpl, uint64_t pc, bool *unknown)
 {
-	const struct prof_sym *s = syms->n ? prof_symtab_find(syms, pc) : NULL;
+	const struct prof_sym *s = syms->n && cpl != PROF_CPL_HOST ? prof_symtab_find(syms, pc) : NULL;
 	char buf[32];
 
+	if (cpl == PROF_CPL_HOST)
+		return json_string(pc == PROF_HOST_VMM ? "[vmm]" : "[host-kernel]");
 	if (s)
 		return json_string(s->name);
 	*unknown = true;
@@ -47,7 +50,7 @@ static int add_stack(json_t *stacks, json_t *seen, const struct prof_stack *st,
 	/* Outermost first, as folded stacks have them. */
 	for (int i = st->depth - 1; i >= 0; i--) {
 		bool u = false;
-		json_t *f = frame_name(syms, st->pc[i], &u);
+		json_t *f = frame_name(syms, st->cpl, st->pc[i], &u);
 
 		if (i == 0)
 			leaf_unknown = u;
@@ -68,8 +71,8 @@ static int add_stack(json_t *stacks, json_t *seen, const struct prof_stack *st,
 		return 0;
 	}
 	old = json_pack("{s:i, s:i, s:I, s:b, s:o}", "vcpu", (json_int_t)st->vcpu, "ring",
-			(json_int_t)st->cpl, "count", (json_int_t)st->count, "truncated", st->truncated,
-			"frames", frames);
+			st->cpl == PROF_CPL_HOST ? (json_int_t)-1 : (json_int_t)st->cpl, "count",
+			(json_int_t)st->count, "truncated", st->truncated, "frames", frames);
 	if (!old || json_array_append(stacks, old) || json_object_set_new(seen, key, old))
 		return -ENOMEM;
 	return 0;
@@ -158,7 +161,11 @@ int prof_write_folded(FILE *out, const json_t *profile)
 		const json_t *frames = json_object_get(st, "frames"), *f;
 		size_t j;
 
-		fprintf(out, "vcpu%lld;ring%lld", (long long)jint(st, "vcpu"), (long long)jint(st, "ring"));
+		if (jint(st, "ring") < 0)
+			fprintf(out, "vcpu%lld;host", (long long)jint(st, "vcpu"));
+		else
+			fprintf(out, "vcpu%lld;ring%lld", (long long)jint(st, "vcpu"),
+				(long long)jint(st, "ring"));
 		json_array_foreach(frames, j, f)
 		{
 			const char *name = json_string_value(f);
@@ -231,8 +238,11 @@ static void table_free(struct table *t)
 	t->n = 0;
 }
 
-/* Rows by symbol (self: the leaf; total: anywhere in the stack, once), most self first. */
-static int table_build(const json_t *profile, struct table *t, uint64_t *total, uint64_t ring[4])
+/*
+ * Rows by symbol (self: the leaf; total: anywhere in the stack, once), most
+ * self first; ring[0..3] the samples per guest ring, ring[4] outside the guest.
+ */
+static int table_build(const json_t *profile, struct table *t, uint64_t *total, uint64_t ring[5])
 {
 	const json_t *stacks = json_object_get(profile, "stacks"), *st;
 	size_t i;
@@ -250,7 +260,7 @@ static int table_build(const json_t *profile, struct table *t, uint64_t *total, 
 		size_t n = json_array_size(frames), j;
 
 		*total += count;
-		ring[jint(st, "ring") & 3] += count;
+		ring[jint(st, "ring") < 0 ? 4 : jint(st, "ring") & 3] += count;
 		json_array_foreach(frames, j, f)
 		{
 			struct row *r = row_get(t, json_string_value(f) ? json_string_value(f) : "?");
@@ -276,7 +286,7 @@ static int table_build(const json_t *profile, struct table *t, uint64_t *total, 
 
 int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 {
-	uint64_t total, ring[4] = { 0 }, dropped = 0, throttled = 0;
+	uint64_t total, ring[5] = { 0 }, dropped = 0, throttled = 0;
 	struct table t;
 	const json_t *v;
 	size_t i;
@@ -296,8 +306,12 @@ int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 		total, json_string_value(json_object_get(profile, "spec")), t.nr_vcpus, dropped, throttled,
 		(long long)jint(profile, "lost"), (long long)jint(profile, "unknown"),
 		json_string_value(json_object_get(profile, "symbols")));
-	fprintf(out, "ring 0: %" PRIu64 " samples (%.1f%%), ring 3: %" PRIu64 " samples (%.1f%%)\n", ring[0],
+	fprintf(out, "ring 0: %" PRIu64 " samples (%.1f%%), ring 3: %" PRIu64 " samples (%.1f%%)", ring[0],
 		pct(ring[0], total), ring[3], pct(ring[3], total));
+	if (ring[4])
+		fprintf(out, ", outside the guest: %" PRIu64 " samples (%.1f%%)", ring[4],
+			pct(ring[4], total));
+	fputc('\n', out);
 	fprintf(out, "%9s %6s %9s %6s", "self", "self%", "total", "total%");
 	for (unsigned c = 0; c < t.nr_vcpus; c++)
 		fprintf(out, " %8s%-2u", "vcpu", c);
@@ -316,7 +330,7 @@ int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 
 json_t *prof_top_json(const json_t *profile, unsigned top)
 {
-	uint64_t total, ring[4] = { 0 };
+	uint64_t total, ring[5] = { 0 };
 	json_t *rows = json_array();
 	struct table t;
 
@@ -395,7 +409,8 @@ int prof_cmd_profile(int argc, char **argv)
 		fprintf(stderr, "perfvisor profile report: %s: %s\n", path, jerr.text);
 		return 1;
 	}
-	if (jint(p, "version") != PROF_JSON_VERSION || !json_is_array(json_object_get(p, "stacks"))) {
+	if (jint(p, "version") < 1 || jint(p, "version") > PROF_JSON_VERSION ||
+	    !json_is_array(json_object_get(p, "stacks"))) {
 		fprintf(stderr, "perfvisor profile report: %s: not a perfvisor profile (version %lld)\n",
 			path, (long long)jint(p, "version"));
 		json_decref(p);

@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <jansson.h>
+#include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,18 @@ Test(profile_spec, good_values)
 	cr_assert_eq(parse("task-clock:100us", false, &s, &err), 0);
 	cr_assert_eq(parse("task-clock:10s", false, &s, &err), 0);
 	cr_assert_eq(parse("task-clock:100000ns", false, &s, &err), 0);
+	cr_assert(!s.leaf);
+	/* mode=leaf anywhere in the list; the normalized text ends with it and parses back. */
+	cr_assert_eq(parse("mode=leaf,task-clock:1ms", false, &s, &err), 0);
+	cr_assert(s.leaf);
+	cr_assert_eq(s.n, 1);
+	cr_assert_str_eq(s.text, "task-clock:1000000ns,mode=leaf");
+	cr_assert_eq(parse(s.text, false, &s, &err), 0);
+	cr_assert(s.leaf);
+	cr_assert_str_eq(s.text, "task-clock:1000000ns,mode=leaf");
+	cr_assert_eq(parse("task-clock:1ms,mode=stack", false, &s, &err), 0);
+	cr_assert(!s.leaf);
+	cr_assert_str_eq(s.text, "task-clock:1000000ns");
 }
 
 Test(profile_spec, bad_values)
@@ -67,6 +80,10 @@ Test(profile_spec, bad_values)
 		{ ",task-clock:1ms", "empty item" },
 		{ "task-clock:1ms,,cpu-clock:1ms", "empty item" },
 		{ "task-clock:1ms,task-clock:2ms", "given twice" },
+		{ "mode=leaf", "needs EVENT:PERIOD" },
+		{ "task-clock:1ms,mode=fast", "unknown mode 'fast'" },
+		{ "task-clock:1ms,mode=", "unknown mode ''" },
+		{ "task-clock:1ms,mode=leaf,mode=stack", "mode= is given twice" },
 		{ "cycles:100000", "no hardware PMU" },
 		{ "cycles:9999", "count of events" },
 		{ "cycles:1ms", "count of events" },
@@ -257,6 +274,123 @@ Test(profile_out, json_folded_table)
 						  .per_vcpu_throttled = zero });
 	cr_assert_eq(json_integer_value(json_object_get(j, "unknown")), 6);
 	cr_assert_eq(json_array_size(json_object_get(j, "stacks")), 3);
+	json_decref(j);
+	prof_data_fini(&d);
+	prof_symtab_fini(&syms);
+}
+
+/* A perf ring of 64 bytes with records written as the kernel writes them, across its end too. */
+static void put(uint8_t *ring, uint64_t size, uint64_t at, const void *src, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		ring[(at + i) & (size - 1)] = ((const uint8_t *)src)[i];
+}
+
+Test(profile_perf, records_samples_lost_wrap_and_garbage)
+{
+	uint8_t ring[64];
+	struct {
+		struct perf_event_header h;
+		uint64_t ip;
+	} smp = { { PERF_RECORD_SAMPLE, PERF_RECORD_MISC_GUEST_USER, 16 }, 0x1000f4 };
+	struct {
+		struct perf_event_header h;
+		uint64_t id, lost;
+	} lost = { { PERF_RECORD_LOST, 0, 24 }, 7, 42 };
+	struct perf_event_header bad = { PERF_RECORD_SAMPLE, 0, 4 };
+	struct prof_perf_rec r;
+	struct prof_sample s;
+
+	memset(ring, 0xee, sizeof(ring));
+	put(ring, 64, 0, &smp, sizeof(smp));
+	put(ring, 64, 16, &lost, sizeof(lost));
+	cr_assert_eq(prof_perf_record(ring, 64, 0, 40, &r), 16);
+	cr_assert_eq(r.type, PERF_RECORD_SAMPLE);
+	cr_assert_eq(r.value, 0x1000f4);
+	prof_perf_sample(&r, 3, 1, &s);
+	cr_assert(s.vcpu == 3 && s.event == 1 && s.cpl == 3 && s.depth == 1 && s.pc[0] == 0x1000f4);
+	cr_assert_eq(prof_perf_record(ring, 64, 16, 40, &r), 24);
+	cr_assert_eq(r.type, PERF_RECORD_LOST);
+	cr_assert_eq(r.value, 42);
+	/* Nothing past head; a header alone past head; a record longer than what was written. */
+	cr_assert_eq(prof_perf_record(ring, 64, 40, 40, &r), 0);
+	cr_assert_eq(prof_perf_record(ring, 64, 16, 30, &r), 0);
+	cr_assert_eq(prof_perf_record(ring, 64, 0, 4, &r), 0);
+	/* A size below the header's, a ring that is no power of two, head more than a ring ahead. */
+	put(ring, 64, 40, &bad, sizeof(bad));
+	cr_assert_eq(prof_perf_record(ring, 64, 40, 56, &r), 0);
+	cr_assert_eq(prof_perf_record(ring, 48, 0, 40, &r), 0);
+	cr_assert_eq(prof_perf_record(ring, 64, 0, 200, &r), 0);
+	/* A sample that wraps: its header at 56..63, its IP at 0..7. */
+	smp.h.misc = PERF_RECORD_MISC_GUEST_KERNEL;
+	smp.ip = 0xffffffff81000000ULL;
+	put(ring, 64, 120, &smp, sizeof(smp));
+	cr_assert_eq(prof_perf_record(ring, 64, 120, 136, &r), 16);
+	cr_assert_eq(r.value, 0xffffffff81000000ULL);
+	prof_perf_sample(&r, 0, 0, &s);
+	cr_assert(s.cpl == 0 && s.pc[0] == 0xffffffff81000000ULL);
+	/* Outside the guest: perfvisor (host user mode) or the host kernel, whatever the IP. */
+	r.misc = PERF_RECORD_MISC_USER;
+	prof_perf_sample(&r, 0, 0, &s);
+	cr_assert(s.cpl == PROF_CPL_HOST && s.pc[0] == PROF_HOST_VMM);
+	r.misc = PERF_RECORD_MISC_KERNEL;
+	prof_perf_sample(&r, 0, 0, &s);
+	cr_assert(s.cpl == PROF_CPL_HOST && s.pc[0] == PROF_HOST_KERNEL);
+	r.misc = PERF_RECORD_MISC_HYPERVISOR;
+	prof_perf_sample(&r, 0, 0, &s);
+	cr_assert(s.cpl == PROF_CPL_HOST && s.pc[0] == PROF_HOST_KERNEL);
+}
+
+Test(profile_out, host_samples)
+{
+	struct prof_spec spec;
+	struct prof_symtab syms;
+	struct prof_data d;
+	struct errbuf err;
+	uint64_t samples[1] = { 6 }, zero[1] = { 0 };
+	struct prof_sample g = { .vcpu = 0, .cpl = 3, .depth = 1, .pc = { 0x100110 } };
+	struct prof_sample k = { .vcpu = 0, .cpl = PROF_CPL_HOST, .depth = 1, .pc = { PROF_HOST_KERNEL } };
+	struct prof_sample u = { .vcpu = 0, .cpl = PROF_CPL_HOST, .depth = 1, .pc = { PROF_HOST_VMM } };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	json_t *j;
+
+	cr_assert_eq(prof_spec_parse("task-clock:1ms,mode=leaf", false, &spec, &err), 0);
+	cr_assert_eq(prof_symtab_load_text(&syms, map, strlen(map), &err), 0);
+	cr_assert_eq(prof_data_init(&d, 1, 64), 0);
+	/* Distinct counts: the order of the stacks is by count. */
+	for (int i = 0; i < 3; i++)
+		prof_data_add(&d, &k);
+	prof_data_add(&d, &g);
+	prof_data_add(&d, &g);
+	prof_data_add(&d, &u);
+	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
+						  .syms = &syms,
+						  .per_vcpu_samples = samples,
+						  .per_vcpu_dropped = zero,
+						  .per_vcpu_throttled = zero });
+	cr_assert_not_null(j);
+	cr_assert_eq(json_integer_value(json_object_get(j, "version")), 2);
+	/* Host samples are not guest code: never [unknown], never symbolized. */
+	cr_assert_eq(json_integer_value(json_object_get(j, "unknown")), 0);
+	cr_assert_eq(
+		json_integer_value(json_object_get(json_array_get(json_object_get(j, "stacks"), 0), "ring")),
+		-1);
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(prof_write_folded(f, j), 0);
+	fclose(f);
+	cr_assert_str_eq(buf, "vcpu0;host;[host-kernel] 3\nvcpu0;ring3;hot_a 2\nvcpu0;host;[vmm] 1\n");
+	free(buf);
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(prof_write_table(f, j, 0), 0);
+	fclose(f);
+	cr_assert(strstr(buf,
+			 "ring 0: 0 samples (0.0%), ring 3: 2 samples (33.3%), outside the guest: 4 samples "
+			 "(66.7%)\n"),
+		  "%s", buf);
+	cr_assert(strstr(buf, "  [host-kernel]\n") && strstr(buf, "  [vmm]\n"), "%s", buf);
+	free(buf);
 	json_decref(j);
 	prof_data_fini(&d);
 	prof_symtab_fini(&syms);
