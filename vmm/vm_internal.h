@@ -94,6 +94,15 @@ struct vcpu {
 	uint64_t prof_last_ns; /* the last sample, for the rate cap */
 	/* This process's counts (the stats fields continue across a restore); main reads them relaxed. */
 	uint64_t prof_samples, prof_dropped, prof_throttled, prof_sample_ns;
+	/*
+	 * mode=leaf: each counter's perf ring buffer, mapped by this thread
+	 * before its filter goes on, read and unmapped by the main thread,
+	 * which then also keeps the counts above; prof_pub_* is what the stats
+	 * entry's writer of the moment published of them (vm_profile_publish).
+	 */
+	void *prof_map[PROF_MAX_EVENTS];
+	size_t prof_map_len[PROF_MAX_EVENTS];
+	uint64_t prof_pub_samples, prof_pub_dropped, prof_pub_throttled;
 	/* A restore: the PV PMU state this thread loads before its first KVM_RUN, or NULL. */
 	const struct pmu_vcpu_state *restore_pmu;
 };
@@ -279,6 +288,8 @@ void vm_profile_vcpu_stop(struct vcpu *v);
 int vm_profile_signal(void);
 /* Main thread: move the rings' samples into the profile. */
 void vm_profile_drain(struct vm *vm);
+/* mode=leaf: publish the main thread's sample counts in v's stats entry; its writer, inside an update. */
+void vm_profile_publish(struct vcpu *v);
 /* Main thread: the profile so far as JSON (profile.json's format), NULL if off. */
 json_t *vm_profile_json(struct vm *vm);
 /* Main thread, after the vCPUs ended: write the output directory. 0 or -errno with a message. */

@@ -17,11 +17,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #define PROF_MAX_STACKS 65536 /* distinct stacks kept; more are counted as lost */
+/*
+ * mode=leaf: data pages of each counter's perf ring (16 bytes a sample):
+ * 4096 samples, 200 ms at the rate cap, drained every 50 ms (vm.c).
+ */
+#define PROF_PERF_PAGES 16
 
 #define X86_CR0_PG (1ULL << 31)
 #define X86_CR4_LA57 (1ULL << 12)
@@ -60,8 +67,10 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	int rc;
 
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		for (unsigned e = 0; e < PROF_MAX_EVENTS; e++)
+		for (unsigned e = 0; e < PROF_MAX_EVENTS; e++) {
 			vm->vcpus[i].prof_fd[e] = -1;
+			vm->vcpus[i].prof_map[e] = NULL;
+		}
 	p->spec = vm->cfg.prof;
 	if (!p->spec.n)
 		return 0;
@@ -105,16 +114,27 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	p->sync_regs = rc > 0 && (rc & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) ==
 					 (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS);
 	if (vm->cfg.verbose)
-		vm_log(vm, "profile: %s, %zu symbols (%s), registers by %s, output %s", p->spec.text,
-		       p->syms.n, p->syms.source, p->sync_regs ? "KVM_CAP_SYNC_REGS" : "KVM_GET_REGS",
+		vm_log(vm, "profile: %s, %zu symbols (%s), %s, output %s", p->spec.text, p->syms.n,
+		       p->syms.source,
+		       p->spec.leaf ? "samples written by the host kernel into perf ring buffers (no stacks)"
+		       : p->sync_regs ? "registers by KVM_CAP_SYNC_REGS"
+				      : "registers by KVM_GET_REGS",
 		       p->out_dir);
 	return 0;
 }
 
 void vm_profile_destroy(struct vm *vm)
 {
-	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
-		prof_ring_fini(&vm->vcpus[i].prof_ring);
+	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
+		struct vcpu *v = &vm->vcpus[i];
+
+		prof_ring_fini(&v->prof_ring);
+		for (unsigned e = 0; vm->prof.spec.n && e < PROF_MAX_EVENTS; e++) {
+			if (v->prof_map[e])
+				munmap(v->prof_map[e], v->prof_map_len[e]);
+			v->prof_map[e] = NULL;
+		}
+	}
 	prof_data_fini(&vm->prof.data);
 	prof_symtab_fini(&vm->prof.syms);
 }
@@ -126,15 +146,18 @@ int vm_profile_vcpu_start(struct vcpu *v, struct errbuf *err)
 	const struct prof_spec *s = &v->vm->prof.spec;
 
 	for (unsigned i = 0; i < s->n; i++) {
-		int fd = pmu_perf_open(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS, s->e[i].period,
-				       vm_profile_signal());
+		int fd = s->leaf ? pmu_perf_open_ring(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS,
+						      s->e[i].period, PROF_PERF_PAGES, &v->prof_map[i],
+						      &v->prof_map_len[i])
+				 : pmu_perf_open(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS, s->e[i].period,
+						 vm_profile_signal());
 
 		if (fd < 0)
 			return errbuf_set(err, fd, "vCPU %u: --profile %s: perf_event_open: %s", v->index,
 					  s->e[i].ev->name, strerror(-fd));
 		v->prof_fd[i] = fd;
 	}
-	if (s->n && v->vm->prof.sync_regs)
+	if (s->n && !s->leaf && v->vm->prof.sync_regs)
 		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	return 0;
 }
@@ -276,15 +299,79 @@ void vm_profile_sample(struct vcpu *v, int fd)
 
 /* ---- the main thread ----------------------------------------------------------------- */
 
+/*
+ * mode=leaf: take what the kernel wrote into one counter's perf ring since
+ * the last time (the ring's protocol: acquire data_head, read, release
+ * data_tail). Samples go into the profile; LOST records count as dropped,
+ * THROTTLE records (the kernel's own rate limit) as throttled.
+ */
+static void drain_perf_ring(struct vm *vm, struct vcpu *v, unsigned e)
+{
+	struct perf_event_mmap_page *mp = v->prof_map[e];
+	const uint8_t *data;
+	uint64_t head, tail, size, samples = 0, dropped = 0, throttled = 0;
+
+	if (!mp)
+		return;
+	size = mp->data_size ? mp->data_size : v->prof_map_len[e] - (size_t)sysconf(_SC_PAGESIZE);
+	data = (const uint8_t *)mp + (mp->data_offset ? mp->data_offset : (uint64_t)sysconf(_SC_PAGESIZE));
+	head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	tail = mp->data_tail;
+	while (tail != head) {
+		struct prof_perf_rec r;
+		struct prof_sample s;
+		size_t n = prof_perf_record(data, size, tail, head, &r);
+
+		if (!n)
+			break; /* not a record: skip what is left */
+		if (r.type == PERF_RECORD_SAMPLE) {
+			prof_perf_sample(&r, v->index, (uint8_t)e, &s);
+			prof_data_add(&vm->prof.data, &s);
+			samples++;
+		} else if (r.type == PERF_RECORD_LOST) {
+			dropped += r.value;
+		} else if (r.type == PERF_RECORD_THROTTLE) {
+			throttled++;
+		}
+		tail += n;
+	}
+	__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
+	/* Only this thread writes them in this mode; the vCPU's stats writer reads them. */
+	__atomic_store_n(&v->prof_samples, v->prof_samples + samples, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->prof_dropped, v->prof_dropped + dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->prof_throttled, v->prof_throttled + throttled, __ATOMIC_RELAXED);
+}
+
 void vm_profile_drain(struct vm *vm)
 {
 	struct prof_sample s;
 
 	if (!vm->prof.spec.n)
 		return;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		while (prof_ring_pop(&vm->vcpus[i].prof_ring, &s))
 			prof_data_add(&vm->prof.data, &s);
+		for (unsigned e = 0; vm->prof.spec.leaf && e < vm->prof.spec.n; e++)
+			drain_perf_ring(vm, &vm->vcpus[i], e);
+	}
+}
+
+void vm_profile_publish(struct vcpu *v)
+{
+	const struct vm_stats_fields *sf = &v->vm->sf;
+	uint64_t n;
+
+	if (!v->vm->prof.spec.leaf)
+		return;
+	n = __atomic_load_n(&v->prof_samples, __ATOMIC_RELAXED);
+	sb_add(v->stats, sf->prof_samples, n - v->prof_pub_samples);
+	v->prof_pub_samples = n;
+	n = __atomic_load_n(&v->prof_dropped, __ATOMIC_RELAXED);
+	sb_add(v->stats, sf->prof_dropped, n - v->prof_pub_dropped);
+	v->prof_pub_dropped = n;
+	n = __atomic_load_n(&v->prof_throttled, __ATOMIC_RELAXED);
+	sb_add(v->stats, sf->prof_throttled, n - v->prof_pub_throttled);
+	v->prof_pub_throttled = n;
 }
 
 json_t *vm_profile_json(struct vm *vm)

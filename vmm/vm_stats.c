@@ -293,6 +293,7 @@ static void publish_sample(struct vcpu *v, const uint64_t *buf, uint64_t cpu_ns,
 	if (cpu_ns)
 		sb_set(v->stats, v->vm->sf.cpu_ns, v->cpu_ns_base + cpu_ns);
 	sb_add(v->stats, v->vm->sf.kvm_refreshes, 1);
+	vm_profile_publish(v);
 	sb_end(v->stats);
 	__atomic_store_n(&v->kvm_stats_last_ns, t, __ATOMIC_RELAXED);
 }
