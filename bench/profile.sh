@@ -3,11 +3,12 @@
 # Host-side profiling benchmark (POSIX sh: it also runs in the busybox test
 # VM). The ring-3 workload of the ring3-compute guest (a 64-bit LCG, timed
 # by the guest with the TSC) with `--profile task-clock:1ms` (1 kHz per
-# vCPU) next to the same workload without it, in alternating runs of one
-# session (off, on, on, off, ...); the ratio is taken per pair, then the
+# vCPU) in each mode (stack, the default; leaf) next to the same workload
+# without it, in rounds of one session whose order rotates (off, stack,
+# leaf; stack, leaf, off; ...); each ratio is taken within a round, then the
 # median. Also the cost of one sample: the vCPU thread's time per sample
-# (profile.json's sample_ns / samples) and the guest time lost per sample
-# ((on - off) / samples). Env: BUILD (build), BENCH_PROF_RUNS (5 pairs),
+# (profile.json's sample_ns / samples: 0 in mode=leaf, where the kernel
+# takes it) and the guest time lost per sample ((on - off) / samples). Env: BUILD (build), BENCH_PROF_RUNS (5 pairs),
 # BENCH_PROF_ITERS (400000000 LCG steps, ~0.6 s natively), BENCH_HOST.
 # Run by bench/run.sh.
 set -eu
@@ -28,13 +29,12 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
-# run_guest on|off LABEL: one run; "LABEL us=U samples=S sample_ns=N" goes to $tmp/bench.
-n=0
+# run_guest off|stack|leaf LABEL: one run; "LABEL us=U samples=S sample_ns=N" goes to $tmp/bench.
 run_guest() {
-	n=$((n + 1))
 	out="$tmp/out.$2"
 	prof=""
-	[ "$1" = on ] && prof="--profile task-clock:1ms --profile-output $tmp/prof.$2"
+	[ "$1" = stack ] && prof="--profile task-clock:1ms --profile-output $tmp/prof.$2"
+	[ "$1" = leaf ] && prof="--profile task-clock:1ms,mode=leaf --profile-output $tmp/prof.$2"
 	st=0
 	# shellcheck disable=SC2086 # $prof is two options or none
 	"$pv" run --kernel "$guest" --cpus 1 --memory 64M --timeout 600 --cmdline "iters=$iters" $prof \
@@ -46,7 +46,7 @@ run_guest() {
 		exit 1
 	fi
 	samples=0; sns=0
-	if [ "$1" = on ]; then
+	if [ "$1" != off ]; then
 		# profile.json is indented one key a line: no JSON tool needed.
 		samples=$(sed -n 's/^ *"samples": \([0-9]*\),*$/\1/p' "$tmp/prof.$2/profile.json" | tail -n 1)
 		sns=$(sed -n 's/^ *"sample_ns": \([0-9]*\),*$/\1/p' "$tmp/prof.$2/profile.json" | tail -n 1)
@@ -54,40 +54,48 @@ run_guest() {
 	echo "$2 us=$us samples=${samples:-0} sample_ns=${sns:-0}" >>"$tmp/bench"
 }
 
-echo "bench: profiling: $pairs pairs of ring3-compute runs ($iters steps) without and with --profile task-clock:1ms ..."
+echo "bench: profiling: $pairs rounds of ring3-compute runs ($iters steps) without --profile and with task-clock:1ms in mode=stack and mode=leaf ..."
 : >"$tmp/bench"
 i=1
 while [ "$i" -le "$pairs" ]; do
-	if [ $((i % 2)) -eq 1 ]; then
-		run_guest off "off$i"; run_guest on "on$i"
-	else
-		run_guest on "on$i"; run_guest off "off$i"
-	fi
+	case $((i % 3)) in
+	1) run_guest off "off$i"; run_guest stack "stack$i"; run_guest leaf "leaf$i" ;;
+	2) run_guest stack "stack$i"; run_guest leaf "leaf$i"; run_guest off "off$i" ;;
+	0) run_guest leaf "leaf$i"; run_guest off "off$i"; run_guest stack "stack$i" ;;
+	esac
 	i=$((i + 1))
 done
 
 echo
 awk -v host="$host" -v pairs="$pairs" "$bench_awk_med"'
 {
-	id = $1; sub(/^(on|off)/, "", id)
 	for (f = 2; f <= NF; f++) { k = $f; sub(/=.*/, "", k); v = $f; sub(/^[^=]*=/, "", v); x[$1, k] = v + 0 }
 }
+# mode M of round i: its ratio to the round'"'"'s run without profiling, samples, costs
+function of(m, i,    s, on) {
+	on = x[m i, "us"]; s = x[m i, "samples"]
+	us[m, i] = on
+	ratio[m, i] = off[i] > 0 ? on / off[i] : 0
+	vmm[m, i] = s > 0 ? x[m i, "sample_ns"] / s : 0
+	lost[m, i] = s > 0 ? (on - off[i]) * 1000 / s : 0
+	smp[m, i] = s; rate[m, i] = on > 0 ? s * 1000000 / on : 0
+}
+# the median over the rounds of column c of mode m
+function mm(a, m,    i, b) { for (i = 1; i <= pairs; i++) b[i] = a[m, i]; return med(b, pairs) }
+function row(m, label, why,    r) {
+	r = mm(ratio, m)
+	printf "%-56s %5d %9.0f us   %.4fx (median of rounds; target <= 1.02x: %s)\n", "ring-3 workload, --profile " label, pairs, mm(us, m), r, r <= 1.02 ? "met" : "MISSED"
+	printf "%-56s %5d %9.0f      %.0f samples/s of workload time\n", "  samples per run", pairs, mm(smp, m), mm(rate, m)
+	printf "%-56s %5d %9.2f us   -\n", "  one sample, vCPU thread time (" why ")", pairs, mm(vmm, m) / 1000
+	printf "%-56s %5d %9.2f us   -\n", "  one sample, guest time lost ((on - off) / samples)", pairs, mm(lost, m) / 1000
+}
 END {
-	for (i = 1; i <= pairs; i++) {
-		off[i] = x["off" i, "us"]; on[i] = x["on" i, "us"]; s = x["on" i, "samples"]
-		ratio[i] = off[i] > 0 ? on[i] / off[i] : 0
-		vmm[i] = s > 0 ? x["on" i, "sample_ns"] / s : 0
-		lost[i] = s > 0 ? (on[i] - off[i]) * 1000 / s : 0
-		smp[i] = s; rate[i] = on[i] > 0 ? s * 1000000 / on[i] : 0
-	}
-	r = med(ratio, pairs)
+	for (i = 1; i <= pairs; i++) { off[i] = x["off" i, "us"]; of("stack", i); of("leaf", i) }
 	printf "perfvisor bench — host-side profiling (%s)\n", host
 	printf "%-56s %5s %12s   %s\n", "case", "runs", "median", "ratio"
 	printf "%-56s %5d %9.0f us   1.00 (baseline)\n", "ring-3 workload, no --profile", pairs, med(off, pairs)
-	printf "%-56s %5d %9.0f us   %.4fx (per pair, median; target <= 1.02x: %s)\n", "ring-3 workload, --profile task-clock:1ms", pairs, med(on, pairs), r, r <= 1.02 ? "met" : "MISSED"
-	printf "%-56s %5d %9.0f      %.0f samples/s of workload time\n", "samples per run", pairs, med(smp, pairs), med(rate, pairs)
-	printf "%-56s %5d %9.2f us   -\n", "one sample, vCPU thread time (registers, walk, ring)", pairs, med(vmm, pairs) / 1000
-	printf "%-56s %5d %9.2f us   - (exit, signal, sample, re-entry)\n", "one sample, guest time lost ((on - off) / samples)", pairs, med(lost, pairs) / 1000
-	printf "runs alternate (off, on, on, off, ...) in this session; each ratio is on / off of one pair. The guest lost per\n"
-	printf "sample is a difference of two noisy runs: read it as an estimate (it can even come out negative).\n"
+	row("stack", "task-clock:1ms", "registers, walk, ring")
+	row("leaf", "task-clock:1ms,mode=leaf", "none: the kernel")
+	printf "each round runs the three in an order that rotates, in this session; each ratio is of one round. The guest time\n"
+	printf "lost per sample is a difference of two noisy runs: read it as an estimate (it can even come out negative).\n"
 }' "$tmp/bench"
