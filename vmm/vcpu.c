@@ -56,6 +56,18 @@ static void prof_signal_handler(int sig, siginfo_t *si, void *uc)
 		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * SIGIO: what the kernel sends instead when this thread's real-time queue
+ * is full. It does not say whose overflow it was, so both the PV PMU and
+ * the profiler look (the profiler takes the sample under its first event).
+ */
+static void sigio_handler(int sig)
+{
+	tls_prof_fd = -1;
+	tls_prof_signalled = 1;
+	pmu_signal_handler(sig);
+}
+
 int vcpu_signal_setup(struct errbuf *err)
 {
 	struct sigaction sa;
@@ -66,8 +78,10 @@ int vcpu_signal_setup(struct errbuf *err)
 	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
 	sa.sa_handler = pmu_signal_handler;
-	/* When the queue of real-time signals is full, the kernel sends SIGIO instead. */
-	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0 || sigaction(SIGIO, &sa, NULL) < 0)
+	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0)
+		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
+	sa.sa_handler = sigio_handler;
+	if (sigaction(SIGIO, &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
 	sa.sa_handler = NULL;
 	sa.sa_sigaction = prof_signal_handler;

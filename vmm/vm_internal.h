@@ -181,6 +181,7 @@ struct vm {
 		uint64_t start_ns;
 		const char *kernel; /* whose symbols */
 		bool sync_regs;	    /* KVM_CAP_SYNC_REGS: registers in kvm_run, no ioctl per sample */
+		bool sigio;	    /* PERFVISOR_PROFILE_SIGIO (tests): counters send plain SIGIO */
 	} prof;
 
 	/* Stop protocol: the first request sets status and wakes the main thread. */

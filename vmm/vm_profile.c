@@ -109,6 +109,11 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	if (rc)
 		return errbuf_set(err, rc, "profile: out of memory");
 	p->start_ns = util_now_ns();
+	/*
+	 * A test knob: the counters send plain SIGIO, as the kernel does when a
+	 * thread's real-time signal queue is full, so that path is tested.
+	 */
+	p->sigio = getenv("PERFVISOR_PROFILE_SIGIO") != NULL;
 	/* KVM copies the registers into kvm_run at every exit: a sample then costs no ioctl. */
 	rc = ioctl(vm->kvm.fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
 	p->sync_regs = rc > 0 && (rc & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) ==
@@ -150,7 +155,7 @@ int vm_profile_vcpu_start(struct vcpu *v, struct errbuf *err)
 						      s->e[i].period, PROF_PERF_PAGES, &v->prof_map[i],
 						      &v->prof_map_len[i])
 				 : pmu_perf_open(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS, s->e[i].period,
-						 vm_profile_signal());
+						 v->vm->prof.sigio ? 0 : vm_profile_signal());
 
 		if (fd < 0)
 			return errbuf_set(err, fd, "vCPU %u: --profile %s: perf_event_open: %s", v->index,
@@ -273,6 +278,11 @@ void vm_profile_sample(struct vcpu *v, int fd)
 		regs = &v->run->s.regs.regs;
 		sregs = &v->run->s.regs.sregs;
 	} else if (ioctl(v->fd, KVM_GET_REGS, &regs_buf) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs_buf) < 0) {
+		/* No registers, no sample: counted as dropped, never silently. */
+		__atomic_store_n(&v->prof_dropped, v->prof_dropped + 1, __ATOMIC_RELAXED);
+		sb_begin(v->stats);
+		sb_add(v->stats, sf->prof_dropped, 1);
+		sb_end(v->stats);
 		return;
 	}
 	memset(&s, 0, offsetof(struct prof_sample, pc));

@@ -1252,6 +1252,20 @@ run profile-pmu-count 240 "$PV" run --kernel "$G/pmu-count.elf" --profile task-c
 pmu_guest profile-pmu-count 25
 [ "$("$JC" samples <"$T/prof6/profile.json")" -gt 0 ] || bad "no samples"
 done_test
+# A full real-time signal queue makes the kernel send plain SIGIO, which does not say which
+# counter overflowed: the sample is taken all the same (under the first event), never lost
+# silently, and the PV PMU still counts exactly. PERFVISOR_PROFILE_SIGIO=1 (a test knob) has
+# the profiler's counters send plain SIGIO.
+run profile-sigio 120 env PERFVISOR_PROFILE_SIGIO=1 "$PV" run --kernel "$PROF" --cpus 2 --profile task-clock:1ms \
+	--profile-output "$T/prof-sigio" --timeout 100
+expect_status 0; expect_out '^SUMMARY:'; expect_clean
+prof_checks "$T/prof-sigio"; prof_ratio "$T/prof-sigio" 5 hot_a hot_b; prof_ratio "$T/prof-sigio" 6 hot_b hot_a
+done_test
+run profile-sigio-pmu 240 env PERFVISOR_PROFILE_SIGIO=1 "$PV" run --kernel "$G/pmu-count.elf" --profile task-clock:1ms \
+	--profile-output "$T/prof-sigio6" --timeout 200
+pmu_guest profile-sigio-pmu 25
+[ "$("$JC" samples <"$T/prof-sigio6/profile.json")" -gt 0 ] || bad "no samples"
+done_test
 # Live: the control socket's profile request and perfvisor stat --profile-top, while it runs.
 cur=profile-live; ok=1
 start_vm $cur 120 run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof-live" \
