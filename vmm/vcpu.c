@@ -31,12 +31,18 @@ static void kick_handler(int sig)
 static __thread struct kvm_run *tls_run;
 static __thread volatile sig_atomic_t tls_pmu_signalled;
 
+/* Make KVM_RUN return, or not start (a handler, after it set its flag). */
+static void leave_run(void)
+{
+	if (tls_run)
+		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+}
+
 static void pmu_signal_handler(int sig)
 {
 	(void)sig;
 	tls_pmu_signalled = 1;
-	if (tls_run)
-		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+	leave_run();
 }
 
 /*
@@ -52,8 +58,7 @@ static void prof_signal_handler(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	tls_prof_fd = si->si_fd;
 	tls_prof_signalled = 1;
-	if (tls_run)
-		__atomic_store_n(&tls_run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+	leave_run();
 }
 
 /*

@@ -251,6 +251,18 @@ static void walk_stack(const struct vm *vm, const struct kvm_sregs *sr, uint64_t
 	}
 }
 
+/*
+ * Count n in one of this vCPU's profile counts (this process's, which the
+ * main thread reads) and in its stats field. The vCPU thread, its writer.
+ */
+static void count(struct vcpu *v, uint64_t *mine, struct sb_field f, uint64_t n)
+{
+	__atomic_store_n(mine, *mine + n, __ATOMIC_RELAXED);
+	sb_begin(v->stats);
+	sb_add(v->stats, f, n);
+	sb_end(v->stats);
+}
+
 void vm_profile_sample(struct vcpu *v, int fd)
 {
 	const struct vm_stats_fields *sf = &v->vm->sf;
@@ -260,16 +272,14 @@ void vm_profile_sample(struct vcpu *v, int fd)
 	const struct kvm_regs *regs = &regs_buf;
 	const struct kvm_sregs *sregs = &sregs_buf;
 	struct prof_sample s;
+	uint64_t *mine;
 	bool pushed;
 
 	if (!v->vm->prof.spec.n)
 		return;
 	/* The rate cap: at most PROF_MAX_RATE samples a second per vCPU. */
 	if (v->prof_last_ns && t0 - v->prof_last_ns < 1000000000ULL / PROF_MAX_RATE) {
-		__atomic_store_n(&v->prof_throttled, v->prof_throttled + 1, __ATOMIC_RELAXED);
-		sb_begin(v->stats);
-		sb_add(v->stats, sf->prof_throttled, 1);
-		sb_end(v->stats);
+		count(v, &v->prof_throttled, sf->prof_throttled, 1);
 		return;
 	}
 	v->prof_last_ns = t0;
@@ -279,10 +289,7 @@ void vm_profile_sample(struct vcpu *v, int fd)
 		sregs = &v->run->s.regs.sregs;
 	} else if (ioctl(v->fd, KVM_GET_REGS, &regs_buf) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs_buf) < 0) {
 		/* No registers, no sample: counted as dropped, never silently. */
-		__atomic_store_n(&v->prof_dropped, v->prof_dropped + 1, __ATOMIC_RELAXED);
-		sb_begin(v->stats);
-		sb_add(v->stats, sf->prof_dropped, 1);
-		sb_end(v->stats);
+		count(v, &v->prof_dropped, sf->prof_dropped, 1);
 		return;
 	}
 	memset(&s, 0, offsetof(struct prof_sample, pc));
@@ -295,16 +302,15 @@ void vm_profile_sample(struct vcpu *v, int fd)
 	s.depth = 1;
 	walk_stack(v->vm, sregs, regs->rbp, &s);
 	pushed = prof_ring_push(&v->prof_ring, &s);
-	if (pushed)
-		__atomic_store_n(&v->prof_samples, v->prof_samples + 1, __ATOMIC_RELAXED);
-	else
-		__atomic_store_n(&v->prof_dropped, v->prof_dropped + 1, __ATOMIC_RELAXED);
+	mine = pushed ? &v->prof_samples : &v->prof_dropped;
+	t1 = util_now_ns();
+	/* One stats update for both: the sample (or its drop) and its cost. */
+	__atomic_store_n(mine, *mine + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->prof_sample_ns, v->prof_sample_ns + (t1 - t0), __ATOMIC_RELAXED);
 	sb_begin(v->stats);
 	sb_add(v->stats, pushed ? sf->prof_samples : sf->prof_dropped, 1);
-	t1 = util_now_ns();
 	sb_add(v->stats, sf->prof_sample_ns, t1 - t0);
 	sb_end(v->stats);
-	__atomic_store_n(&v->prof_sample_ns, v->prof_sample_ns + (t1 - t0), __ATOMIC_RELAXED);
 }
 
 /* ---- the main thread ----------------------------------------------------------------- */
@@ -318,13 +324,15 @@ void vm_profile_sample(struct vcpu *v, int fd)
 static void drain_perf_ring(struct vm *vm, struct vcpu *v, unsigned e)
 {
 	struct perf_event_mmap_page *mp = v->prof_map[e];
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), head, tail, size, samples = 0, dropped = 0,
+		 throttled = 0;
 	const uint8_t *data;
-	uint64_t head, tail, size, samples = 0, dropped = 0, throttled = 0;
 
 	if (!mp)
 		return;
-	size = mp->data_size ? mp->data_size : v->prof_map_len[e] - (size_t)sysconf(_SC_PAGESIZE);
-	data = (const uint8_t *)mp + (mp->data_offset ? mp->data_offset : (uint64_t)sysconf(_SC_PAGESIZE));
+	/* Kernels before 4.1 leave data_offset/data_size 0: the data follow the first page. */
+	size = mp->data_size ? mp->data_size : v->prof_map_len[e] - page;
+	data = (const uint8_t *)mp + (mp->data_offset ? mp->data_offset : page);
 	head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	tail = mp->data_tail;
 	while (tail != head) {
@@ -366,22 +374,24 @@ void vm_profile_drain(struct vm *vm)
 	}
 }
 
+/* Add to field what the main thread counted in *count since the last time (*published). */
+static void publish_delta(struct vcpu *v, struct sb_field field, const uint64_t *count, uint64_t *published)
+{
+	uint64_t n = __atomic_load_n(count, __ATOMIC_RELAXED);
+
+	sb_add(v->stats, field, n - *published);
+	*published = n;
+}
+
 void vm_profile_publish(struct vcpu *v)
 {
 	const struct vm_stats_fields *sf = &v->vm->sf;
-	uint64_t n;
 
 	if (!v->vm->prof.spec.leaf)
 		return;
-	n = __atomic_load_n(&v->prof_samples, __ATOMIC_RELAXED);
-	sb_add(v->stats, sf->prof_samples, n - v->prof_pub_samples);
-	v->prof_pub_samples = n;
-	n = __atomic_load_n(&v->prof_dropped, __ATOMIC_RELAXED);
-	sb_add(v->stats, sf->prof_dropped, n - v->prof_pub_dropped);
-	v->prof_pub_dropped = n;
-	n = __atomic_load_n(&v->prof_throttled, __ATOMIC_RELAXED);
-	sb_add(v->stats, sf->prof_throttled, n - v->prof_pub_throttled);
-	v->prof_pub_throttled = n;
+	publish_delta(v, sf->prof_samples, &v->prof_samples, &v->prof_pub_samples);
+	publish_delta(v, sf->prof_dropped, &v->prof_dropped, &v->prof_pub_dropped);
+	publish_delta(v, sf->prof_throttled, &v->prof_throttled, &v->prof_pub_throttled);
 }
 
 json_t *vm_profile_json(struct vm *vm)
