@@ -80,6 +80,32 @@ struct shdr_ent {
 	uint64_t offset, size, entsize, link;
 };
 
+/* What the ELF header says of the section headers, either class. */
+struct ehdr_ent {
+	uint64_t shoff;
+	unsigned shnum, shentsize;
+};
+
+/* The header of an ELF of `len` bytes, copied out; false if the file is shorter than it. */
+static bool ehdr_at(const unsigned char *p, size_t len, bool is64, struct ehdr_ent *o)
+{
+	if (is64 && len >= sizeof(Elf64_Ehdr)) {
+		Elf64_Ehdr h;
+
+		memcpy(&h, p, sizeof(h));
+		*o = (struct ehdr_ent){ h.e_shoff, h.e_shnum, h.e_shentsize };
+		return true;
+	}
+	if (!is64 && len >= sizeof(Elf32_Ehdr)) {
+		Elf32_Ehdr h;
+
+		memcpy(&h, p, sizeof(h));
+		*o = (struct ehdr_ent){ h.e_shoff, h.e_shnum, h.e_shentsize };
+		return true;
+	}
+	return false;
+}
+
 /* Copied out (memcpy): a file's offsets need not be aligned for the structures. */
 static void shdr_at(const unsigned char *at, bool is64, struct shdr_ent *o)
 {
@@ -121,9 +147,8 @@ static bool in_file(size_t len, uint64_t off, uint64_t size)
 int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err)
 {
 	const unsigned char *p = image;
+	struct ehdr_ent eh;
 	bool is64;
-	uint64_t shoff;
-	unsigned shnum, shentsize;
 	size_t cap = 0;
 
 	memset(t, 0, sizeof(*t));
@@ -132,41 +157,24 @@ int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, s
 		return errbuf_set(err, -EINVAL, "not an ELF file");
 	is64 = p[EI_CLASS] == ELFCLASS64;
 	/* Every structure is copied out: offsets in a file need not be aligned. */
-	if (is64 && len >= sizeof(Elf64_Ehdr)) {
-		Elf64_Ehdr h;
-
-		memcpy(&h, image, sizeof(h));
-		shoff = h.e_shoff;
-		shnum = h.e_shnum;
-		shentsize = h.e_shentsize;
-		if (shentsize != sizeof(Elf64_Shdr) && shnum)
-			return errbuf_set(err, -EINVAL, "ELF: bad section header size");
-	} else if (!is64 && p[EI_CLASS] == ELFCLASS32 && len >= sizeof(Elf32_Ehdr)) {
-		Elf32_Ehdr h;
-
-		memcpy(&h, image, sizeof(h));
-		shoff = h.e_shoff;
-		shnum = h.e_shnum;
-		shentsize = h.e_shentsize;
-		if (shentsize != sizeof(Elf32_Shdr) && shnum)
-			return errbuf_set(err, -EINVAL, "ELF: bad section header size");
-	} else {
+	if ((!is64 && p[EI_CLASS] != ELFCLASS32) || !ehdr_at(p, len, is64, &eh))
 		return errbuf_set(err, -EINVAL, "ELF: truncated header");
-	}
-	if (!shnum)
+	if (eh.shnum && eh.shentsize != (is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr)))
+		return errbuf_set(err, -EINVAL, "ELF: bad section header size");
+	if (!eh.shnum)
 		return 0;
-	if (!in_file(len, shoff, (uint64_t)shnum * shentsize))
+	if (!in_file(len, eh.shoff, (uint64_t)eh.shnum * eh.shentsize))
 		return errbuf_set(err, -EINVAL, "ELF: section headers outside the file");
-	for (unsigned i = 0; i < shnum; i++) {
+	for (unsigned i = 0; i < eh.shnum; i++) {
 		struct shdr_ent sh, str;
 
-		shdr_at(p + shoff + (uint64_t)i * shentsize, is64, &sh);
+		shdr_at(p + eh.shoff + (uint64_t)i * eh.shentsize, is64, &sh);
 		if (sh.type != SHT_SYMTAB)
 			continue;
-		if (sh.entsize != (is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym)) || sh.link >= shnum ||
+		if (sh.entsize != (is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym)) || sh.link >= eh.shnum ||
 		    !in_file(len, sh.offset, sh.size))
 			return errbuf_set(err, -EINVAL, "ELF: malformed .symtab");
-		shdr_at(p + shoff + sh.link * shentsize, is64, &str);
+		shdr_at(p + eh.shoff + sh.link * eh.shentsize, is64, &str);
 		if (!in_file(len, str.offset, str.size))
 			return errbuf_set(err, -EINVAL, "ELF: string table outside the file");
 		for (uint64_t j = 1; j < sh.size / sh.entsize; j++) {
