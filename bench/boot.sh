@@ -9,10 +9,11 @@
 # (bench/stats_bench.c) prints its own table. Env: BUILD (build), BENCH_RUNS (20),
 # BENCH_HOST (what KVM this is, for the table's header). Run by bench/run.sh.
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 build=${BUILD:-build}
 runs=${BENCH_RUNS:-20}
-host="$("${BUILD:-build}/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+host=$(bench_host "$build/perfvisor")
 spawn=$build/bench/spawn
 pv=$build/perfvisor
 hello=$build/guests/hello.elf
@@ -20,14 +21,11 @@ msg='perfvisor bench: min guest up' # bench/minguest.h MIN_MESSAGE
 min_status=33                       # (MIN_EXIT_VALUE << 1) | 1
 mem=64M
 
-for f in "$spawn" "$pv" "$build/bench/min64.elf" "$build/bench/minbios.bin" "$build/bench/minmb.elf" "$build/bench/stats_bench"; do
-	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
-done
+bench_need "$spawn" "$pv" "$build/bench/min64.elf" "$build/bench/minbios.bin" "$build/bench/minmb.elf" "$build/bench/stats_bench"
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "bench: qemu-system-x86_64 not found (bash scripts/deps.sh bench)" >&2; exit 1; }
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+bench_tmpdir
 
 # Timed runs. Both VMMs: 1 vCPU, $mem of RAM, serial to stdout (spawn checks
 # that every run printed the line), debug-exit at 0xf4; QEMU gets its leanest

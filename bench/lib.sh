@@ -2,7 +2,10 @@
 # Shared by the bench scripts (POSIX sh; sourced). bench_awk_med is an awk
 # function med(a, n): the median of a[1..n] (-1 for none), for a script to
 # put in front of its awk program; bench_median FILE prints the median of a
-# file's numbers, one per line.
+# file's numbers, one per line. bench_host PERFVISOR: the host kind for a
+# table's header (and $BENCH_HOST). bench_positive NAME VALUE: exit 2 unless
+# VALUE is a positive number. bench_need FILE...: exit 1 if one is missing.
+# bench_tmpdir: a temporary directory in $tmp, removed at exit.
 bench_awk_med='
 function med(a, n,    i, j, t, b) {
 	for (i = 1; i <= n; i++) b[i] = a[i]
@@ -18,4 +21,19 @@ bench_median() {
 	awk "$bench_awk_med"'
 { v[++n] = $1 }
 END { print med(v, n) }' "$1"
+}
+bench_host() {
+	echo "$("$1" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+}
+bench_positive() {
+	case "$2" in '' | *[!0-9]* | 0) echo "bench: $1 must be a positive number" >&2; exit 2 ;; esac
+}
+bench_need() {
+	for f in "$@"; do
+		[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
+	done
+}
+bench_tmpdir() {
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT INT TERM
 }

@@ -14,17 +14,14 @@ set -eu
 
 build=${BUILD:-build}
 runs=${BENCH_PMU_RUNS:-5}
-host="$("${BUILD:-build}/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+host=$(bench_host "$build/perfvisor")
 pv=$build/perfvisor
 guest=$build/guests/pmu-bench.elf
-case "$runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PMU_RUNS must be a positive number" >&2; exit 2 ;; esac
+bench_positive BENCH_PMU_RUNS "$runs"
 
-for f in "$pv" "$guest"; do
-	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
-done
+bench_need "$pv" "$guest"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+bench_tmpdir
 
 # run_guest on|off LABEL CMDLINE: one run; its BENCH lines go to $tmp/bench
 # as "LABEL key=value ...". A run whose guest reports a failed check still

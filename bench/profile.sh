@@ -17,17 +17,14 @@ set -eu
 build=${BUILD:-build}
 pairs=${BENCH_PROF_RUNS:-5}
 iters=${BENCH_PROF_ITERS:-400000000}
-host="$("$build/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+host=$(bench_host "$build/perfvisor")
 pv=$build/perfvisor
 guest=$build/guests/ring3-compute.elf
-case "$pairs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PROF_RUNS must be a positive number" >&2; exit 2 ;; esac
-case "$iters" in '' | *[!0-9]* | 0) echo "bench: BENCH_PROF_ITERS must be a positive number" >&2; exit 2 ;; esac
-for f in "$pv" "$guest"; do
-	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
-done
+bench_positive BENCH_PROF_RUNS "$pairs"
+bench_positive BENCH_PROF_ITERS "$iters"
+bench_need "$pv" "$guest"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+bench_tmpdir
 
 # run_guest off|stack|leaf LABEL: one run; "LABEL us=U samples=S sample_ns=N" goes to $tmp/bench.
 run_guest() {

@@ -14,13 +14,10 @@ build=${BUILD:-build}
 runs=${BENCH_SECCOMP_RUNS:-10}
 pv=$build/perfvisor
 guest=$build/guests/pmu-bench.elf
-host="$("$pv" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
-case "$runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_SECCOMP_RUNS must be a positive number" >&2; exit 2 ;; esac
-for f in "$pv" "$guest"; do
-	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
-done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
+host=$(bench_host "$pv")
+bench_positive BENCH_SECCOMP_RUNS "$runs"
+bench_need "$pv" "$guest"
+bench_tmpdir
 
 # one MODE: a run with --seccomp MODE; its nop_exit_ns goes to $tmp/MODE.
 one() {

@@ -12,18 +12,17 @@
 # BENCH_SNAP_KEEP=0 to delete each copy at once (where /var/tmp is RAM, as in
 # the test VM; on a disk, keeping them is fairer: deleting GiBs slows fsync).
 set -eu
+. "$(dirname "$0")/lib.sh"
 
 build=${BUILD:-build}
 runs=${BENCH_SNAP_RUNS:-5}
 sizes=${BENCH_SNAP_SIZES:-256M 1G}
-host="$("$build/perfvisor" host 2>/dev/null || echo "unknown host kind")${BENCH_HOST:+; $BENCH_HOST}"
+host=$(bench_host "$build/perfvisor")
 pv=$build/perfvisor
 spawn=$build/bench/spawn
 guest=$build/guests/snap.elf
-case "$runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_SNAP_RUNS must be a positive number" >&2; exit 2 ;; esac
-for f in "$pv" "$spawn" "$guest"; do
-	[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
-done
+bench_positive BENCH_SNAP_RUNS "$runs"
+bench_need "$pv" "$spawn" "$guest"
 tmp=$(mktemp -d "${BENCH_SNAP_DIR:-/var/tmp}/pvsnap.XXXXXX" 2>/dev/null || mktemp -d)
 vmpid=
 trap '[ -n "$vmpid" ] && kill -KILL $vmpid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
