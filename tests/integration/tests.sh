@@ -1102,10 +1102,19 @@ prof_ratio() {
 	[ "$((a + b))" -ge 100 ] || bad "only $((a + b)) samples in $3 and $4 (want >= 100)"
 	{ [ $((2 * b)) -le "$a" ] && [ "$a" -le $((4 * b)) ]; } || bad "$3:$4 = $a:$b is not 3:1 within a third"
 }
-# prof_checks DIR: what every profile of the guest must hold
-prof_checks() {
+# prof_common DIR: what every profile must hold, in either mode: its files, a report, and every
+# sample the vCPUs published in the profile (none lost silently); $n is its number of samples.
+prof_common() {
 	[ -f "$1/profile.json" ] && [ -f "$1/stacks.folded" ] && [ -f "$1/symbols.txt" ] || bad "profile files missing in $1"
 	"$PV" profile report "$1" >"$T/$cur.report" 2>&1 || bad "profile report failed: $(cat "$T/$cur.report")"
+	n=$("$JC" samples <"$1/profile.json"); s=0; i=0
+	while [ $i -lt 64 ] && v=$("$JC" vcpus/$i/samples <"$1/profile.json" 2>/dev/null); do s=$((s + v)); i=$((i + 1)); done
+	[ "$n" -gt 0 ] && [ "$n" -eq "$s" ] || bad "profile.json: $n samples, the vCPUs counted $s"
+	"$JC" lost=0 <"$1/profile.json" >/dev/null || bad "stacks lost"
+}
+# prof_checks DIR: what every profile of the guest must hold (mode=stack)
+prof_checks() {
+	prof_common "$1"
 	r0=$(grep -c ';ring0;.*ring0_spin [0-9]*$' "$1/stacks.folded")
 	[ "$r0" -ge 1 ] || bad "no ring-0 stack ending in ring0_spin"
 	! grep -q ';ring3;.*ring0_spin [0-9]*$' "$1/stacks.folded" || bad "ring0_spin attributed to ring 3"
@@ -1113,11 +1122,6 @@ prof_checks() {
 	# Frame-pointer walk: the whole ring-3 chain, outermost first.
 	grep -q '^vcpu0;ring3;rt_user_return;user_main;work_round;hot_a [0-9]*$' "$1/stacks.folded" ||
 		bad "no full stack vcpu0;ring3;...;work_round;hot_a"
-	# Every sample the vCPUs published is in the profile: none lost silently.
-	n=$("$JC" samples <"$1/profile.json"); s=0
-	for i in 0 1; do v=$("$JC" vcpus/$i/samples <"$1/profile.json" 2>/dev/null) && s=$((s + v)); done
-	[ "$n" -gt 0 ] && [ "$n" -eq "$s" ] || bad "profile.json: $n samples, the vCPUs counted $s"
-	"$JC" lost=0 <"$1/profile.json" >/dev/null || bad "stacks lost"
 }
 run profile-1cpu 120 "$PV" run --kernel "$PROF" --profile task-clock:1ms --profile-output "$T/prof1" --timeout 100
 expect_status 0; expect_out '^SUMMARY:'; expect_clean; expect_err "samples written to $T/prof1"
@@ -1154,14 +1158,12 @@ prof_wait() {
 # ring0_spin's 200 ms (of 1200) are [host-kernel], elsewhere they are sampled in the guest.
 HOSTKIND=$("$PV" host --kind)
 LEAF_RING_EXACT=$(uname -r | awk -F. '{ print ($1 > 6 || ($1 == 6 && $2 + 0 >= 10)) ? "yes" : "no" }')
-prof_leaf_checks() { # DIR VCPUS
-	[ -f "$1/profile.json" ] && [ -f "$1/stacks.folded" ] || bad "profile files missing in $1"
-	"$PV" profile report "$1" >"$T/$cur.report" 2>&1 || bad "profile report failed: $(cat "$T/$cur.report")"
-	"$JC" version=2 spec=task-clock:1000000ns,mode=leaf lost=0 <"$1/profile.json" >/dev/null || bad "profile.json: $(head -c 300 "$1/profile.json")"
+prof_leaf_checks() { # DIR
+	prof_common "$1"
+	"$JC" version=2 spec=task-clock:1000000ns,mode=leaf <"$1/profile.json" >/dev/null || bad "profile.json: $(head -c 300 "$1/profile.json")"
 	# One frame a stack: "vcpuN;ringR;leaf COUNT" or "vcpuN;host;[vmm|host-kernel] COUNT".
 	! grep -v -E '^vcpu[0-9]+;(ring[03];[^;]+|host;\[(vmm|host-kernel)\]) [0-9]+$' "$1/stacks.folded" >"$T/$cur.odd" ||
 		bad "stacks not of one frame: $(head -n 3 "$T/$cur.odd" | tr '\n' '|')"
-	n=$("$JC" samples <"$1/profile.json"); s=0; i=0
 	# The ring is the host kernel's word (perf's guest state). Before Linux 6.10 KVM gave perf the
 	# guest mode of the vCPU's last preemption (kvm_arch_vcpu_in_kernel() returned
 	# preempted_in_kernel), so there the split lags each change of ring: the test host's 6.1 put
@@ -1172,8 +1174,6 @@ prof_leaf_checks() { # DIR VCPUS
 	else
 		echo "  ($cur: ring split not checked: Linux $(uname -r) gives perf the guest mode of the last preemption)"
 	fi
-	while [ $i -lt "$2" ]; do v=$("$JC" vcpus/$i/samples <"$1/profile.json" 2>/dev/null) && s=$((s + v)); i=$((i + 1)); done
-	[ "$n" -gt 0 ] && [ "$n" -eq "$s" ] || bad "profile.json: $n samples, the vCPUs counted $s"
 	r0=$(awk '/;ring[03];ring0_spin / { s += $NF } END { print s + 0 }' "$1/stacks.folded")
 	hk=$(awk '/;host;\[host-kernel\] / { s += $NF } END { print s + 0 }' "$1/stacks.folded")
 	echo "  ($cur: $n samples; ring0_spin sampled in the guest: $r0, [host-kernel]: $hk, hot_a/hot_b not in ring 3: $m; host $HOSTKIND)"
@@ -1185,13 +1185,13 @@ prof_leaf_checks() { # DIR VCPUS
 }
 run profile-leaf-1cpu 120 "$PV" run --kernel "$PROF" --profile task-clock:1ms,mode=leaf --profile-output "$T/prof-leaf1" --timeout 100
 expect_status 0; expect_out '^SUMMARY:'; expect_clean; expect_err "samples written to $T/prof-leaf1"
-prof_leaf_checks "$T/prof-leaf1" 1; prof_ratio "$T/prof-leaf1" 5 hot_a hot_b
+prof_leaf_checks "$T/prof-leaf1"; prof_ratio "$T/prof-leaf1" 5 hot_a hot_b
 "$JC" vcpus/0/sample_ns=0 <"$T/prof-leaf1/profile.json" >/dev/null || bad "leaf samples cost perfvisor's vCPU thread time"
 "$PV" profile report "$T/prof-leaf1" --top 4 | sed 's/^/    | /'
 done_test
 run profile-leaf-2cpus 180 "$PV" run --kernel "$PROF" --cpus 2 --profile task-clock:1ms,mode=leaf --profile-output "$T/prof-leaf2" --timeout 150
 expect_status 0; expect_out '^SUMMARY:'; expect_clean
-prof_leaf_checks "$T/prof-leaf2" 2; prof_ratio "$T/prof-leaf2" 5 hot_a hot_b; prof_ratio "$T/prof-leaf2" 6 hot_b hot_a
+prof_leaf_checks "$T/prof-leaf2"; prof_ratio "$T/prof-leaf2" 5 hot_a hot_b; prof_ratio "$T/prof-leaf2" 6 hot_b hot_a
 done_test
 # Live, and through a snapshot: the stats region's profile.samples grow while the guest runs;
 # the restored VM profiles in mode=leaf again.
@@ -1211,7 +1211,7 @@ expect_status 0; expect_err "samples written to $T/prof-la"
 done_test
 run profile-leaf-restore 120 "$PV" run --restore "$T/prof-leaf-snap" --profile-output "$T/prof-lb" --timeout 100
 expect_status 0; expect_out '^SUMMARY:'; expect_clean
-prof_leaf_checks "$T/prof-lb" 1; prof_ratio "$T/prof-lb" 5 hot_a hot_b
+prof_leaf_checks "$T/prof-lb"; prof_ratio "$T/prof-lb" 5 hot_a hot_b
 done_test
 # Without symbols: addresses, counted as unknown, still in the right ring.
 run profile-nosyms 120 "$PV" run --kernel "$G/profile.stripped" --profile task-clock:1ms --profile-output "$T/prof4" \

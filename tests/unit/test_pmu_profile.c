@@ -220,18 +220,45 @@ Test(profile_symbols, elf_own_executable)
 	free(img);
 }
 
+/* The profile of d (at most 4 vCPUs) as JSON: these per-vCPU sample counts, none dropped or throttled. */
+static json_t *to_json(const struct prof_data *d, const struct prof_spec *spec,
+		       const struct prof_symtab *syms, const char *kernel, const uint64_t *samples)
+{
+	static const uint64_t zero[4] = { 0 };
+	json_t *j = prof_to_json(d, &(struct prof_meta){ .spec = spec,
+							 .syms = syms,
+							 .kernel = kernel,
+							 .per_vcpu_samples = samples,
+							 .per_vcpu_dropped = zero,
+							 .per_vcpu_throttled = zero });
+
+	cr_assert_not_null(j);
+	return j;
+}
+
+/* What prof_write_folded() (top < 0) or prof_write_table(top) prints of j; free() it. */
+static char *render(const json_t *j, int top)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	cr_assert_not_null(f);
+	cr_assert_eq(top < 0 ? prof_write_folded(f, j) : prof_write_table(f, j, (unsigned)top), 0);
+	fclose(f);
+	return buf;
+}
+
 Test(profile_out, json_folded_table)
 {
 	struct prof_spec spec;
 	struct prof_symtab syms, none = { 0 };
 	struct prof_data d;
 	struct errbuf err;
-	uint64_t samples[2] = { 5, 1 }, zero[2] = { 0, 0 };
+	uint64_t samples[2] = { 5, 1 };
 	struct prof_sample a = { .vcpu = 0, .cpl = 3, .depth = 2, .pc = { 0x100110, 0x100010 } };
 	struct prof_sample b = { .vcpu = 1, .cpl = 0, .depth = 1, .pc = { 0x100210 } };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *buf;
 	json_t *j;
 
 	cr_assert_eq(prof_spec_parse("task-clock:1ms", false, &spec, &err), 0);
@@ -242,22 +269,12 @@ Test(profile_out, json_folded_table)
 	a.pc[0] = 0x100120; /* another address in hot_a: the same symbolized stack */
 	prof_data_add(&d, &a);
 	prof_data_add(&d, &b);
-	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
-						  .syms = &syms,
-						  .kernel = "k.elf",
-						  .per_vcpu_samples = samples,
-						  .per_vcpu_dropped = zero,
-						  .per_vcpu_throttled = zero });
-	cr_assert_not_null(j);
+	j = to_json(&d, &spec, &syms, "k.elf", samples);
 	cr_assert_eq(json_array_size(json_object_get(j, "stacks")), 2, "same symbols were not merged");
-	f = open_memstream(&buf, &len);
-	cr_assert_eq(prof_write_folded(f, j), 0);
-	fclose(f);
+	buf = render(j, -1);
 	cr_assert_str_eq(buf, "vcpu0;ring3;_start;hot_a 5\nvcpu1;ring0;hot_b 1\n");
 	free(buf);
-	f = open_memstream(&buf, &len);
-	cr_assert_eq(prof_write_table(f, j, 0), 0);
-	fclose(f);
+	buf = render(j, 0);
 	cr_assert(strstr(buf, "profile: 6 samples (task-clock:1000000ns) on 2 vCPUs"), "%s", buf);
 	cr_assert(strstr(buf, "ring 0: 1 samples (16.7%), ring 3: 5 samples (83.3%)"), "%s", buf);
 	cr_assert(strstr(buf, "        5  83.3%         5  83.3%          5          0  hot_a\n"), "%s", buf);
@@ -267,11 +284,7 @@ Test(profile_out, json_folded_table)
 	json_decref(j);
 	/* No symbols: addresses, every sample unknown. */
 	snprintf(none.source, sizeof(none.source), "none");
-	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
-						  .syms = &none,
-						  .per_vcpu_samples = samples,
-						  .per_vcpu_dropped = zero,
-						  .per_vcpu_throttled = zero });
+	j = to_json(&d, &spec, &none, NULL, samples);
 	cr_assert_eq(json_integer_value(json_object_get(j, "unknown")), 6);
 	cr_assert_eq(json_array_size(json_object_get(j, "stacks")), 3);
 	json_decref(j);
@@ -347,13 +360,11 @@ Test(profile_out, host_samples)
 	struct prof_symtab syms;
 	struct prof_data d;
 	struct errbuf err;
-	uint64_t samples[1] = { 6 }, zero[1] = { 0 };
+	uint64_t samples[1] = { 6 };
 	struct prof_sample g = { .vcpu = 0, .cpl = 3, .depth = 1, .pc = { 0x100110 } };
 	struct prof_sample k = { .vcpu = 0, .cpl = PROF_CPL_HOST, .depth = 1, .pc = { PROF_HOST_KERNEL } };
 	struct prof_sample u = { .vcpu = 0, .cpl = PROF_CPL_HOST, .depth = 1, .pc = { PROF_HOST_VMM } };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	char *buf;
 	json_t *j;
 
 	cr_assert_eq(prof_spec_parse("task-clock:1ms,mode=leaf", false, &spec, &err), 0);
@@ -365,26 +376,17 @@ Test(profile_out, host_samples)
 	prof_data_add(&d, &g);
 	prof_data_add(&d, &g);
 	prof_data_add(&d, &u);
-	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
-						  .syms = &syms,
-						  .per_vcpu_samples = samples,
-						  .per_vcpu_dropped = zero,
-						  .per_vcpu_throttled = zero });
-	cr_assert_not_null(j);
+	j = to_json(&d, &spec, &syms, NULL, samples);
 	cr_assert_eq(json_integer_value(json_object_get(j, "version")), 2);
 	/* Host samples are not guest code: never [unknown], never symbolized. */
 	cr_assert_eq(json_integer_value(json_object_get(j, "unknown")), 0);
 	cr_assert_eq(
 		json_integer_value(json_object_get(json_array_get(json_object_get(j, "stacks"), 0), "ring")),
 		-1);
-	f = open_memstream(&buf, &len);
-	cr_assert_eq(prof_write_folded(f, j), 0);
-	fclose(f);
+	buf = render(j, -1);
 	cr_assert_str_eq(buf, "vcpu0;host;[host-kernel] 3\nvcpu0;ring3;hot_a 2\nvcpu0;host;[vmm] 1\n");
 	free(buf);
-	f = open_memstream(&buf, &len);
-	cr_assert_eq(prof_write_table(f, j, 0), 0);
-	fclose(f);
+	buf = render(j, 0);
 	cr_assert(strstr(buf,
 			 "ring 0: 0 samples (0.0%), ring 3: 2 samples (33.3%), outside the guest: 4 samples "
 			 "(66.7%)\n"),
