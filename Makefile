@@ -9,25 +9,30 @@ Q ?= @
 
 # Components: each is a static library with one public header. COMP_DEPS
 # names the libraries a component may use; its unit tests link only those.
-COMPONENTS := util devices stats pmu vmm
+COMPONENTS := util machine devices stats pmu snapfile vmm
 DEPS_util :=
+DEPS_machine := util
 DEPS_devices := util
 DEPS_stats := util
 LIBS_stats := -ljansson
 DEPS_pmu := util
 LIBS_pmu := -ljansson
-DEPS_vmm := devices stats pmu util
+DEPS_snapfile := machine devices pmu util
+DEPS_vmm := snapfile machine devices stats pmu util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for
 # snapshot memory I/O, jansson for the control socket, libseccomp for the
 # per-thread filters.
-LIBS_vmm := -lfdt -lxxhash -luring -ljansson -lseccomp
+LIBS_snapfile := -lfdt -lxxhash -luring
+LIBS_vmm := $(LIBS_snapfile) -ljansson -lseccomp
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
 SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDLIBS := -pthread
 CRITERION_LIBS := -lcriterion
+# The perfvisor binary's libraries, each before those it uses.
+LINK_ORDER := vmm snapfile machine devices stats pmu util
 
 all: deps-check host guests
 
@@ -59,7 +64,7 @@ $(1)/lib$(c).a: $$(patsubst %.c,$(1)/obj/%.o,$$(filter-out vmm/main.c stats/expo
 
 $(1)/perfvisor: $(1)/obj/vmm/main.o $(patsubst %,$(1)/lib%.a,$(COMPONENTS))
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,vmm devices stats pmu util,-l$(c)) $$(LIBS_vmm) $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $(1)/obj/vmm/main.o -L$(1) $(foreach c,$(LINK_ORDER),-l$(c)) $$(LIBS_vmm) $$(LDLIBS)
 
 # `perfvisor exporter` execs this sibling: only it links libmicrohttpd (and
 # the GnuTLS stack that comes with it), so perfvisor run starts without them.
@@ -188,13 +193,13 @@ FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -I. -D_GNU_SOURCE -pthread \
 FUZZ_CHECK_SECONDS ?= 10
 FUZZ_SECONDS ?= 120
 FUZZ_OUT := $(BUILD)/fuzz
-FUZZ_SRCS_snapshot := fuzz/snapshot.c vmm/snapfmt.c vmm/gmem.c pmu/pmu.c pmu/events.c devices/serial.c \
+FUZZ_SRCS_snapshot := fuzz/snapshot.c snapfile/snapfmt.c machine/gmem.c pmu/pmu.c pmu/events.c devices/serial.c \
 	devices/i8042.c util/util.c
 FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
-FUZZ_SRCS_loaders := fuzz/loaders.c vmm/loader.c vmm/loader_mb.c vmm/loader_linux.c vmm/gmem.c util/util.c \
-	pmu/symbols.c
+FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/gmem.c \
+	util/util.c pmu/symbols.c
 FUZZ_OPTS_loaders :=
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
@@ -207,9 +212,9 @@ $(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
 	$$(Q)$$(FUZZ_CC) $$(FUZZ_FLAGS) -o $$@ $$(FUZZ_SRCS_$(1)) $$(FUZZ_OPTS_$(1))
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t))))
-$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(BUILD)/libvmm.a $(BUILD)/libdevices.a $(BUILD)/libstats.a $(BUILD)/libpmu.a $(BUILD)/libutil.a
+$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(patsubst %,$(BUILD)/lib%.a,snapfile $(DEPS_snapfile))
 	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lvmm -ldevices -lstats -lpmu -lutil $(LIBS_vmm) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lsnapfile $(patsubst %,-l%,$(DEPS_snapfile)) $(LIBS_snapfile) $(LDLIBS)
 # Each target's working corpus (build/fuzz/corpus-NAME) starts from the
 # committed one (fuzz/corpus/NAME: the seeds, and every input that once
 # crashed, so it is replayed at every run) plus seeds made here: valid

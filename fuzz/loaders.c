@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: every kernel loader on the same input (vmm/loader*.c):
+ * libFuzzer target: every kernel loader on the same input (machine/loader*.c):
  * the ELF64 contract, multiboot v1 (header search and load), the PVH note
  * and the Linux bzImage. A hostile file must be refused or loaded inside
  * guest RAM (4 MiB, checked through gmem_hva), never crash. The profiler's
@@ -11,7 +11,8 @@
 
 #include "perfvisor/bootinfo.h"
 #include "perfvisor/multiboot.h"
-#include "vmm/vmm.h"
+#include "machine/machine.h"
+#include "pmu/pmu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

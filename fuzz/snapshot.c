@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: the snapshot state file parser (vmm/snapfmt.c). Each
+ * libFuzzer target: the snapshot state file parser (snapfile/snapfmt.c). Each
  * input is parsed as it is, and, where it is a sound device tree, once more
  * with its checksum fixed up, so mutations also reach the checks behind
  * the checksum. snap_parse must refuse or accept; it must never crash,
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/vmm.h"
+#include "snapfile/snapfile.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

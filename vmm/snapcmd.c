@@ -5,6 +5,7 @@
  * snapshot-info DIR [--verify]`, which checks a snapshot and prints what
  * it holds without running it (docs/snapshot.md).
  */
+#include "snapfile/snapfile.h"
 #include "vmm.h"
 
 #include <errno.h>

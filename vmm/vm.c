@@ -178,8 +178,12 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = vm_setup_vcpus(vm, err);
 	if (!rc && !restore)
-		rc = vm->boot.proto == BOOT_PROTO_ELF64 ? x86_setup_boot_area(vm, err)
-							: x86_setup_firmware_state(vm, err);
+		rc = vm->boot.proto == BOOT_PROTO_ELF64
+			     ? boot_write_elf64(&vm->mem,
+						&(struct boot_elf64){ vm->nr_vcpus, cfg->cmdline, vm->tsc_khz,
+								      &vm->kvm_host },
+						err)
+			     : x86_setup_firmware_state(vm, err);
 	if (!rc && !restore)
 		rc = x86_setup_bsp(vm, &vm->vcpus[0], err);
 	if (!rc && restore)

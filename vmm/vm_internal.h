@@ -15,6 +15,7 @@
 
 #include "devices/devices.h"
 #include "pmu/pmu.h"
+#include "snapfile/snapfile.h"
 #include "stats/stats.h"
 #include "vmm.h"
 
@@ -208,8 +209,7 @@ struct vm {
 int kvmsys_open(struct kvm_sys *k, struct errbuf *err);
 void kvmsys_close(struct kvm_sys *k);
 
-/* x86.c: guest boot structures and CPU state */
-int x86_setup_boot_area(struct vm *vm, struct errbuf *err);
+/* x86.c: the boot vCPU's state and each vCPU's CPUID */
 int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err);
 int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err);
 /* firmware.c: PIC and PIT as a PC firmware leaves them (multiboot, PVH, Linux guests). */

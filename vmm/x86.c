@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * x86 boot state (docs/boot.md): for the ELF64 contract the flat GDT, the
- * identity-mapping page tables, the boot info block and command line in the
- * VMM-reserved low area; for every protocol the boot vCPU's registers as
- * boot.c asks, and each vCPU's CPUID.
+ * x86 vCPU state at boot (docs/boot.md): for every protocol the boot
+ * vCPU's registers as machine/boot.c asks, and each vCPU's CPUID.
  */
 #include "vm_internal.h"
 
@@ -27,64 +25,6 @@
 #define EFER_LME (1ULL << 8)
 #define EFER_LMA (1ULL << 10)
 #define EFER_NXE (1ULL << 11)
-
-/* GDT: null, 64-bit code (0x08), data (0x10), 64-bit TSS (0x18, 16 bytes). */
-static const uint64_t boot_gdt[] = {
-	0,
-	0x00af9b000000ffffULL, /* code: P, DPL0, S, exec/read, accessed, L, G */
-	0x00cf93000000ffffULL, /* data: P, DPL0, S, read/write, accessed, D/B, G */
-	0x00008b0000000067ULL, /* TSS (busy) base 0 limit 0x67: VMX wants a usable TR */
-	0,
-};
-
-static void *boot_ptr(struct vm *vm, uint64_t gpa, uint64_t len)
-{
-	/* gmem_check_size() guarantees RAM >= 4 MiB, so the boot area always fits. */
-	return gmem_hva(&vm->mem, gpa, len);
-}
-
-int x86_setup_boot_area(struct vm *vm, struct errbuf *err)
-{
-	uint64_t *pml4 = boot_ptr(vm, PV_PML4_GPA, 4096);
-	uint64_t *pdpt = boot_ptr(vm, PV_PDPT_GPA, 4096);
-	uint64_t *pd = boot_ptr(vm, PV_PD_GPA, 4 * 4096);
-	struct pv_bootinfo *bi = boot_ptr(vm, PV_BOOTINFO_GPA, sizeof(*bi));
-	char *cmdline = boot_ptr(vm, PV_CMDLINE_GPA, PV_CMDLINE_MAX);
-	size_t cmdlen = strlen(vm->cfg.cmdline);
-
-	if (!pml4 || !pdpt || !pd || !bi || !cmdline)
-		return errbuf_set(err, -EINVAL, "guest memory too small for the boot area");
-	if (cmdlen >= PV_CMDLINE_MAX)
-		return errbuf_set(err, -EINVAL, "command line longer than %u bytes", PV_CMDLINE_MAX - 1);
-
-	memcpy(boot_ptr(vm, PV_GDT_GPA, sizeof(boot_gdt)), boot_gdt, sizeof(boot_gdt));
-	/* Identity map of the first 4 GiB with 2 MiB pages: 4 PDs of 512 entries. */
-	_Static_assert(PV_PDPT_GPA == PV_PML4_GPA + 4096 && PV_PD_GPA == PV_PML4_GPA + 2 * 4096, "layout");
-	boot_identity_map(&vm->mem, PV_PML4_GPA);
-
-	memset(bi, 0, sizeof(*bi));
-	bi->magic = PV_BOOTINFO_MAGIC;
-	bi->version = PV_BOOTINFO_VERSION;
-	bi->size = sizeof(*bi);
-	bi->nr_cpus = vm->nr_vcpus;
-	bi->bsp_apic_id = 0;
-	bi->mem_size = vm->mem.size;
-	bi->cmdline_gpa = PV_CMDLINE_GPA;
-	bi->cmdline_len = (uint32_t)cmdlen;
-	bi->nr_memmap = 2;
-	bi->memmap[0] = (struct pv_memmap_entry){ 0, PV_RESERVED_END, PV_MEM_RESERVED, 0 };
-	bi->memmap[1] =
-		(struct pv_memmap_entry){ PV_RESERVED_END, vm->mem.size - PV_RESERVED_END, PV_MEM_RAM, 0 };
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		bi->apic_ids[i] = i;
-	bi->tsc_khz = vm->tsc_khz;
-	bi->host_kind = vm->kvm_host.kind;
-	bi->host_flags = vm->kvm_host.flags;
-
-	memset(cmdline, 0, PV_CMDLINE_MAX);
-	memcpy(cmdline, vm->cfg.cmdline, cmdlen);
-	return 0;
-}
 
 static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code64)
 {

@@ -5,7 +5,7 @@
  * 1 MiB and reports where the 64-bit entry is and how much room the kernel
  * needs. Pure: unit-tested with headers built in memory.
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <asm/bootparam.h>
 #include <errno.h>

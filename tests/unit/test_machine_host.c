@@ -4,7 +4,7 @@
  * /proc/cpuinfo trees (kvm_pvm without VMX, kvm_intel with VMX, kvm_amd
  * with SVM, kvm_pvm built in beside kvm_intel, the nested flag, nothing).
  */
-#include "vmm/vmm.h"
+#include "machine/machine.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * index), written for Intel and AMD hosts alike. Pure: unit-tested with
  * both vendors' leaves (tests/unit/test_vmm_cpuid.c).
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <errno.h>
 #include <linux/kvm.h>

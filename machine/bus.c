@@ -4,7 +4,7 @@
  * happens during setup; after bus_freeze() the tables are sorted and
  * read-only, so vCPU threads dispatch with a binary search and no lock.
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -5,7 +5,7 @@
  * every CPU's local APIC (APIC id = vCPU index) and KVM's IOAPIC. Enough for
  * a kernel to find its CPUs and interrupt controllers. Pure.
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <errno.h>
 #include <string.h>

@@ -6,12 +6,13 @@
  * 0x8000001E), for 1, 2, 8 and 64 vCPUs. Every vendor-specific leaf is
  * checked on its own vendor and left alone on the other.
  */
-#include "vmm/vmm.h"
+#include "machine/machine.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SIG KVM_CPUID_FLAG_SIGNIFCANT_INDEX

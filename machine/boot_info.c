@@ -6,7 +6,7 @@
  * low memory as include/perfvisor/legacy_boot.h says, and the CPU state at
  * entry. Pure: guest memory only.
  */
-#include "vmm/boot_internal.h"
+#include "machine/boot_internal.h"
 
 #include <asm/bootparam.h>
 #include <errno.h>

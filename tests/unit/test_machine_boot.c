@@ -6,7 +6,7 @@
  * the initrd, the boot information each protocol gets, the ACPI tables, and
  * every bad input with its message and guest memory untouched.
  */
-#include "vmm/vmm.h"
+#include "machine/machine.h"
 
 #include <asm/bootparam.h>
 #include <criterion/criterion.h>

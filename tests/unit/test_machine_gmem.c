@@ -3,10 +3,11 @@
  * Unit tests for guest memory: the size rules, zeroed memfd-backed RAM, and
  * gmem_hva's bounds check, including ranges whose end overflows 64 bits.
  */
-#include "vmm/vmm.h"
+#include "machine/machine.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 

@@ -6,7 +6,7 @@
  * temporary directory next to the target, is fsync'ed, and is renamed
  * into place only when complete, so no half snapshot ever looks valid.
  */
-#include "vmm.h"
+#include "snapfile/snapfile.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * otherwise (ELF32, and ELF64 as GRUB 2 allows). Pure: unit-tested with
  * images built in memory (tests/unit/test_vmm_loader_boot.c).
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -4,7 +4,7 @@
  * kvm_amd or kvm_pvm, and whether the host itself is a VM. Read from sysfs
  * and /proc/cpuinfo under a root directory, so tests can hand it fake trees.
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -4,13 +4,14 @@
  * lands at the right guest addresses, and every malformed header is refused
  * with its own message before guest memory is touched.
  */
-#include "vmm/vmm.h"
+#include "machine/machine.h"
 
 #include <criterion/criterion.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
  * Guest RAM: one memfd mapped shared at guest-physical 0, and the only
  * place that turns a guest-physical range into a host pointer (checked).
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  * checksum, version, every node and property, sizes, counts, ranges)
  * before anything uses it. Pure: no KVM, no files; fuzzed (fuzz/).
  */
-#include "vmm.h"
+#include "snapfile/snapfile.h"
 
 #include <errno.h>
 #include <libfdt.h>

@@ -6,7 +6,7 @@
  * Every header field that comes from the file is checked before use; a bad
  * file gets one clear message.
  */
-#include "vmm.h"
+#include "machine/machine.h"
 
 #include "perfvisor/pvh.h"
 

@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for the snapshot state file (vmm/snapfmt.c): a build/parse
+ * Unit tests for the snapshot state file (snapfile/snapfmt.c): a build/parse
  * round trip keeps every field; every kind of damage gives a clear error
  * naming what is wrong (structure, truncation, checksum, newer format, a
  * missing or mis-sized property, a vCPU count that does not match, a
  * memory file name that leaves the directory, device and PMU states that
  * cannot exist); and no single-byte change of a file can crash the parser.
  */
-#include "vmm/vmm.h"
+#include "snapfile/snapfile.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <libfdt.h>
 #include <linux/kvm.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static uint8_t regs[sizeof(struct kvm_regs)], sregs[sizeof(struct kvm_sregs)], xsave[4096],

@@ -4,10 +4,11 @@
  * ranges, freeze), dispatch with offsets in each address space, range
  * boundaries, and lookup of many ranges after the sort in bus_freeze().
  */
-#include "vmm/vmm.h"
+#include "machine/machine.h"
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 /* A fake device: records the last access it saw and returns `rc`. */

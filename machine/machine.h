@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perfvisor machine model: what a VM is made of before any vCPU runs, as
+ * pure code that knows nothing of threads or KVM_RUN: guest memory, the
+ * bus that dispatches PIO/MMIO/MSR ranges, each boot format's loader and
+ * boot information, ACPI tables, CPUID and the host kind.
+ */
+#ifndef PERFVISOR_MACHINE_H
+#define PERFVISOR_MACHINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "perfvisor/bootinfo.h"
+#include "util/util.h"
+
+/* ---- bus ---------------------------------------------------------------- */
+/*
+ * Dispatches guest accesses in three address spaces to the device that
+ * registered the range. Ranges are registered during setup and must not
+ * overlap; bus_freeze() sorts them and forbids further registration, so
+ * dispatch from many vCPU threads needs no lock.
+ */
+enum bus_space {
+	BUS_PIO,
+	BUS_MMIO,
+	BUS_MSR,
+	BUS_NR_SPACES
+};
+
+struct bus_access {
+	uint64_t addr;	 /* port, guest-physical address or MSR index */
+	uint64_t offset; /* addr - range base */
+	uint32_t len;	 /* bytes in data (1, 2, 4 or 8) */
+	bool is_write;
+	uint8_t *data; /* in for writes, out for reads */
+	unsigned vcpu; /* index of the accessing vCPU */
+	int range;     /* out: id of the range that handled it, -1 if none */
+};
+
+/* Returns 0 if handled, -errno otherwise (for MSRs a negative return means #GP). */
+typedef int (*bus_fn)(void *opaque, struct bus_access *a);
+
+struct bus_range {
+	uint64_t base, len;
+	bus_fn fn;
+	void *opaque;
+	const char *name;
+	unsigned id; /* registration order within its space: 0, 1, ... (stable across freeze) */
+};
+
+struct bus {
+	struct bus_range *ranges[BUS_NR_SPACES];
+	size_t nr[BUS_NR_SPACES], cap[BUS_NR_SPACES];
+	bool frozen;
+};
+
+void bus_init(struct bus *b);
+void bus_fini(struct bus *b);
+/*
+ * Register [base, base+len) in `space`. Returns 0, -EINVAL (len 0 or the
+ * range wraps), -EEXIST (overlaps a registered range; err names both),
+ * -EBUSY (bus frozen), -ENOMEM. Setup thread only.
+ */
+int bus_register(struct bus *b, enum bus_space space, uint64_t base, uint64_t len, bus_fn fn, void *opaque,
+		 const char *name, struct errbuf *err);
+/* Sort and freeze. Setup thread, before the first KVM_RUN. */
+void bus_freeze(struct bus *b);
+/* The range containing addr, or NULL. Any thread once frozen. */
+const struct bus_range *bus_find(const struct bus *b, enum bus_space space, uint64_t addr);
+/* Find and call the handler (a->offset and a->range are filled in). -ENOENT if no device. */
+int bus_dispatch(const struct bus *b, enum bus_space space, struct bus_access *a);
+/* Name of a space for messages ("I/O port", "MMIO", "MSR"). */
+const char *bus_space_name(enum bus_space space);
+
+/* ---- guest memory ------------------------------------------------------- */
+#define GMEM_MIN_SIZE (4ULL << 20) /* 4 MiB */
+#define GMEM_MAX_SIZE (3ULL << 30) /* 3 GiB: RAM stays below the 32-bit MMIO hole */
+#define GMEM_ALIGN 4096ULL
+
+/* Guest RAM at gpa 0, backed by a memfd (or a restored snapshot's file, privately). */
+struct gmem {
+	int fd;	    /* the memfd, -1 for a private file mapping */
+	int src_fd; /* the file of a private mapping (its holes are zero RAM), else -1 */
+	uint8_t *hva;
+	uint64_t size;
+};
+
+/* Check a requested RAM size: 0 or -EINVAL/-ERANGE with a message. */
+int gmem_check_size(uint64_t size, struct errbuf *err);
+/* Create zeroed RAM of `size` bytes. Returns 0 or -errno with a message. */
+int gmem_init(struct gmem *m, uint64_t size, struct errbuf *err);
+/*
+ * RAM of `size` bytes mapped privately (copy-on-write) from a file, e.g. a
+ * snapshot's memory file: restore without reading it all first. The file
+ * is kept open (m->src_fd: its hole map tells a later snapshot which pages
+ * are still zero); m->fd stays -1. Returns 0 or -errno with a message.
+ */
+int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err);
+void gmem_fini(struct gmem *m);
+/* Host pointer for [gpa, gpa+len) if it lies entirely in RAM, else NULL. Any thread. */
+void *gmem_hva(const struct gmem *m, uint64_t gpa, uint64_t len);
+
+/* ---- loaders (loader.c, loader_mb.c, loader_linux.c) ------------------- */
+struct loader_info {
+	uint64_t entry;
+	uint64_t low, high; /* lowest and highest+1 guest-physical address loaded */
+	unsigned nr_segments;
+};
+
+/* loader_load_elf_flags() flags */
+#define LOADER_ELF_ANY_CLASS (1u << 0) /* ELF32 i386 too; the entry may be found by p_vaddr */
+#define LOADER_ELF_NO_ENTRY (1u << 1)  /* the entry comes from elsewhere (a PVH note) */
+
+/*
+ * Load a static ELF64 x86-64 executable image (in memory) into guest RAM at
+ * its segments' physical addresses. Segments must lie inside RAM at or above
+ * `reserved_end`, and the entry point inside a loaded executable segment.
+ * Returns 0 or -ENOEXEC/-EINVAL/-E2BIG with a message naming the problem.
+ * Pure (guest memory only); any thread.
+ */
+int loader_load_elf(const void *image, size_t size, struct gmem *mem, uint64_t reserved_end,
+		    struct loader_info *info, struct errbuf *err);
+/* The same with LOADER_ELF_* flags. */
+int loader_load_elf_flags(const void *image, size_t size, struct gmem *mem, uint64_t reserved_end,
+			  unsigned flags, struct loader_info *info, struct errbuf *err);
+/* Read `path` and load it with loader_load_elf(). -ENOENT/-EACCES/... with a message. */
+int loader_load_elf_file(const char *path, struct gmem *mem, uint64_t reserved_end, struct loader_info *info,
+			 struct errbuf *err);
+/* The file starts with the ELF magic. */
+bool loader_is_elf(const void *image, size_t size);
+/*
+ * The entry of an ELF's PVH note (XEN_ELFNOTE_PHYS32_ENTRY, in a PT_NOTE
+ * segment): 1 and *entry, 0 if there is none (or the file is no readable
+ * ELF), -ENOEXEC with a message if a note segment is malformed.
+ */
+int loader_elf_pvh_entry(const void *image, size_t size, uint64_t *entry, struct errbuf *err);
+/*
+ * Read a whole regular file of at most `max` bytes into a malloc'd buffer.
+ * `what` names it in messages ("kernel", "initrd"). 0 or -errno with a message.
+ */
+int loader_read_file(const char *path, const char *what, uint64_t max, void **buf, size_t *len,
+		     struct errbuf *err);
+/* Prefix err's message with "WHAT 'PATH': ". */
+void loader_prefix_error(struct errbuf *err, const char *what, const char *path);
+
+struct mb_header;
+/* The first valid multiboot v1 header (magic, checksum) in the first 8 KiB: 1 and its offset, or 0. */
+int loader_find_multiboot(const void *image, size_t size, struct mb_header *hdr, uint32_t *offset);
+/*
+ * Load a multiboot v1 kernel: by the header's addresses (a.out kludge) or by
+ * the ELF's PT_LOADs, at or above 1 MiB. 0 or -ENOEXEC/-EINVAL/-E2BIG.
+ */
+int loader_load_multiboot(const void *image, size_t size, struct gmem *mem, struct loader_info *info,
+			  struct errbuf *err);
+
+/* What the Linux loader learnt from the setup header. */
+struct loader_linux {
+	uint8_t hdr[128]; /* the setup header as in the file (hdr_len bytes), for boot_params */
+	uint32_t hdr_len;
+	uint16_t version;	  /* boot protocol, e.g. 0x020f */
+	uint64_t entry64;	  /* the 64-bit entry */
+	uint64_t kernel_end;	  /* the kernel may use RAM up to here (init_size) */
+	uint32_t initrd_addr_max; /* highest address the initrd may end at (inclusive) */
+	uint32_t cmdline_size;	  /* longest command line, without the NUL */
+	struct loader_info info;
+};
+
+/* "HdrS" at 0x202: a Linux kernel with a setup header. */
+bool loader_is_bzimage(const void *image, size_t size);
+/*
+ * Check a bzImage's setup header (boot protocol >= 2.12, loaded high, a
+ * 64-bit entry) and copy its protected-mode part to 1 MiB. 0 or
+ * -ENOEXEC/-E2BIG with a message.
+ */
+int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct loader_linux *out,
+		      struct errbuf *err);
+
+/* ---- host kind (host.c) ---------------------------------------------------- */
+/* What kind of KVM host this is; the guest gets it in its boot information. */
+struct host_info {
+	uint32_t kind;	/* enum pv_host_kind */
+	uint64_t flags; /* PV_HOST_* bits */
+};
+
+/*
+ * Detect the host kind from `root`/sys/module and `root`/proc/cpuinfo (root
+ * "" for this machine). Never fails: what cannot be read is PV_HOST_UNKNOWN.
+ */
+void host_detect(const char *root, struct host_info *h);
+/* "kvm_intel", "kvm_amd", "kvm_pvm" or "unknown". */
+const char *host_kind_name(uint32_t kind);
+/* One line for people, e.g. "kvm_pvm (nested: the host is itself a VM)"; snprintf's return. */
+int host_describe(const struct host_info *h, char *buf, size_t len);
+
+/* ---- boot protocols (boot.c, boot_info.c, boot_elf64.c, memmap.c, acpi.c) --- */
+enum boot_proto {
+	BOOT_PROTO_ELF64,     /* perfvisor's own contract (docs/boot.md) */
+	BOOT_PROTO_MULTIBOOT, /* multiboot v1 */
+	BOOT_PROTO_PVH,	      /* ELF with a Xen PVH entry note */
+	BOOT_PROTO_LINUX,     /* Linux bzImage, 64-bit boot protocol */
+};
+
+/* "elf64", "multiboot", "pvh", "linux". */
+const char *boot_proto_name(enum boot_proto p);
+
+#define BOOT_MAX_MODULES 16
+
+/* The boot vCPU's state at entry, as the protocol defines it (applied by x86.c). */
+struct boot_cpu {
+	bool long_mode; /* else 32-bit protected mode, paging off */
+	uint64_t rip, rsp, rax, rbx, rsi, rdi;
+	uint16_t cs, ds, tr; /* selectors in the entry GDT */
+	uint64_t gdt_gpa, cr3;
+	uint16_t gdt_limit;
+};
+
+struct boot_config {
+	const char *kernel;
+	const char *cmdline;
+	const char *const *modules; /* --initrd values: "PATH [ARGS...]" */
+	unsigned nr_modules;
+	unsigned nr_cpus;
+};
+
+struct boot_result {
+	enum boot_proto proto;
+	char why[256]; /* for --verbose: which protocol and why */
+	struct loader_info kernel;
+	struct boot_cpu cpu;
+	unsigned nr_modules;
+	uint64_t mod_gpa[BOOT_MAX_MODULES], mod_len[BOOT_MAX_MODULES];
+};
+
+/*
+ * Read the kernel, find its format (bzImage, multiboot v1, PVH note, ELF64:
+ * in that order, as QEMU's -kernel), load it and its modules, and for all
+ * but ELF64 write the protocol's boot information, the memory map and the
+ * ACPI tables (docs/boot.md). ELF64's boot area is boot_write_elf64()'s.
+ * Returns 0 or -errno with one line naming the file and the problem.
+ * Pure (guest memory only); setup thread.
+ */
+int boot_load(struct gmem *mem, const struct boot_config *cfg, struct boot_result *out, struct errbuf *err);
+
+/* What perfvisor's own ELF64 contract hands the guest besides guest memory (docs/boot.md). */
+struct boot_elf64 {
+	unsigned nr_cpus;
+	const char *cmdline;
+	uint32_t tsc_khz; /* 0 if KVM does not know it */
+	const struct host_info *host;
+};
+
+/*
+ * The ELF64 contract's boot area: the flat GDT, the identity map, struct
+ * pv_bootinfo and the command line in the reserved low area. Returns 0,
+ * or -EINVAL with a message (the command line is too long). Pure.
+ */
+int boot_write_elf64(struct gmem *mem, const struct boot_elf64 *b, struct errbuf *err);
+
+/*
+ * ACPI tables for nr_cpus CPUs (APIC id = index) and the IOAPIC: RSDP
+ * (revision 0) at `rsdp`, then RSDT and MADT, all inside [rsdp, end).
+ * Returns 0 or -ENOSPC. Pure.
+ */
+int acpi_build(struct gmem *mem, uint64_t rsdp, uint64_t end, unsigned nr_cpus);
+
+/* ---- CPUID (cpuid.c) ------------------------------------------------------ */
+struct kvm_cpuid2;
+struct kvm_cpuid_entry2;
+
+/* Entries cpuid_build may add to the supported list (three subleaves of 0xB and 0x1F). */
+#define CPUID_EXTRA_ENTRIES 6
+
+/*
+ * The CPUID of vCPU `index` of `n`: KVM's supported list `sup` with
+ * perfvisor's topology (one package of n cores, one thread per core, APIC
+ * id = index): leaf 1 (APIC id, count, HTT, hypervisor bit), leaves 0xB and
+ * 0x1F (if listed: replaced by SMT, core and end subleaves), leaf 4 on Intel
+ * (cores per package), 0x80000008 ECX on AMD (core count, APIC id size),
+ * 0x8000001E (extended APIC id). `out` has room for `cap` entries. Returns 0
+ * or -ENOSPC. Pure; any thread.
+ */
+int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct kvm_cpuid2 *out,
+		unsigned cap);
+/*
+ * --cpuid-hide: features a host cannot run in guest ring 0 (kvm_pvm's
+ * emulator lacks them), hidden so a kernel does not use them.
+ */
+#define CPUID_HIDE_XSAVE (1u << 0) /* XSAVE, OSXSAVE, leaf 0xD, and what needs them (AVX...) */
+#define CPUID_HIDE_CX16 (1u << 1)  /* CMPXCHG16B */
+/* Parse "xsave,cmpxchg16b" into CPUID_HIDE_* bits: 0, or -EINVAL with the bad name in err. */
+int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err);
+/* Clear the features of `mask` in c (after cpuid_build). Pure. */
+void cpuid_hide(struct kvm_cpuid2 *c, unsigned mask);
+/* The vendor in leaf 0 is AMD (or Hygon, its licensee). */
+bool cpuid_is_amd(const struct kvm_cpuid2 *c);
+/* The entry for (function, index) as the CPU would answer it, or NULL. */
+const struct kvm_cpuid_entry2 *cpuid_find(const struct kvm_cpuid2 *c, uint32_t function, uint32_t index);
+
+#endif
