@@ -9,16 +9,18 @@ Q ?= @
 
 # Components: each is a static library with one public header. COMP_DEPS
 # names the libraries a component may use; its unit tests link only those.
-COMPONENTS := util machine devices stats pmu snapfile vmm
+# A component's DEPS are every library it links, in link order (each before
+# those it uses).
+COMPONENTS := util machine snapfile devices stats pmu vmm
 DEPS_util :=
 DEPS_machine := util
-DEPS_devices := util
+DEPS_snapfile := machine util
+DEPS_devices := snapfile machine util
 DEPS_stats := util
 LIBS_stats := -ljansson
-DEPS_pmu := util
+DEPS_pmu := snapfile machine util
 LIBS_pmu := -ljansson
-DEPS_snapfile := machine devices pmu util
-DEPS_vmm := snapfile machine devices stats pmu util
+DEPS_vmm := devices pmu snapfile machine stats util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for
 # snapshot memory I/O, jansson for the control socket, libseccomp for the
@@ -32,7 +34,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 LDLIBS := -pthread
 CRITERION_LIBS := -lcriterion
 # The perfvisor binary's libraries, each before those it uses.
-LINK_ORDER := vmm snapfile machine devices stats pmu util
+LINK_ORDER := vmm $(DEPS_vmm)
 
 all: deps-check host guests
 
@@ -78,7 +80,7 @@ $(foreach c,$(COMPONENTS),
 $(patsubst %,$(1)/tests/%,$(filter test_$(c) test_$(c)_%,$(UNIT_NAMES))): $(1)/tests/%: $(1)/obj/tests/unit/%.o $(1)/lib$(c).a $(patsubst %,$(1)/lib%.a,$(DEPS_$(c)))
 	$$(Q)mkdir -p $$(dir $$@)
 	$$(Q)echo "  LD      $$@"
-	$$(Q)$$(CC) $(2) -o $$@ $$< -L$(1) -l$(c) $(patsubst %,-l%,$(DEPS_$(c))) $$(LIBS_$(c)) $$(CRITERION_LIBS) $$(LDLIBS)
+	$$(Q)$$(CC) $(2) -o $$@ $$< -L$(1) -l$(c) $(patsubst %,-l%,$(DEPS_$(c))) $$(LIBS_$(c)) $(foreach d,$(DEPS_$(c)),$$(LIBS_$(d))) $$(CRITERION_LIBS) $$(LDLIBS)
 )
 endef
 
@@ -193,8 +195,8 @@ FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -I. -D_GNU_SOURCE -pthread \
 FUZZ_CHECK_SECONDS ?= 10
 FUZZ_SECONDS ?= 120
 FUZZ_OUT := $(BUILD)/fuzz
-FUZZ_SRCS_snapshot := fuzz/snapshot.c snapfile/snapfmt.c machine/gmem.c pmu/pmu.c pmu/events.c devices/serial.c \
-	devices/i8042.c util/util.c
+FUZZ_SRCS_snapshot := fuzz/snapshot.c snapfile/snapfmt.c vmm/snapschema.c machine/gmem.c pmu/pmu.c pmu/events.c \
+	pmu/state.c pmu/perf.c $(wildcard devices/*.c) util/util.c
 FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
@@ -212,9 +214,9 @@ $(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
 	$$(Q)$$(FUZZ_CC) $$(FUZZ_FLAGS) -o $$@ $$(FUZZ_SRCS_$(1)) $$(FUZZ_OPTS_$(1))
 endef
 $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t))))
-$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(patsubst %,$(BUILD)/lib%.a,snapfile $(DEPS_snapfile))
+$(FUZZ_OUT)/snapshot_seed: fuzz/snapshot_seed.c $(patsubst %,$(BUILD)/lib%.a,vmm $(DEPS_vmm))
 	$(Q)mkdir -p $(dir $@) && echo "  LD      $@"
-	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) -lsnapfile $(patsubst %,-l%,$(DEPS_snapfile)) $(LIBS_snapfile) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -o $@ $< -L$(BUILD) $(patsubst %,-l%,vmm $(DEPS_vmm)) $(LIBS_vmm) $(LDLIBS)
 # Each target's working corpus (build/fuzz/corpus-NAME) starts from the
 # committed one (fuzz/corpus/NAME: the seeds, and every input that once
 # crashed, so it is replayed at every run) plus seeds made here: valid

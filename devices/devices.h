@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * perfvisor devices: each device is a state machine behind read/write
- * functions that take a register offset. Devices know nothing of KVM or
- * the bus; what they need from the VM (guest memory, console, stopping the
- * VM, interrupts, logging) comes through struct dev_host, so unit tests
- * drive them with fakes.
+ * functions that take a register offset, and a declaration (struct
+ * dev_desc) of its ports, its access callback and its saved state.
+ * Devices know nothing of KVM or the bus; what they need from the VM
+ * (guest memory, console, stopping the VM, interrupts, logging) comes
+ * through struct dev_host, so unit tests drive them with fakes.
  */
 #ifndef PERFVISOR_DEVICES_H
 #define PERFVISOR_DEVICES_H
@@ -12,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "snapfile/snapfile.h"
 
 /* Services a device may use. Any callback may be NULL if the device does not need it. */
 struct dev_host {
@@ -134,5 +137,59 @@ void i8042_save(struct i8042 *k, struct i8042_state *st);
 bool i8042_state_valid(const struct i8042_state *st);
 /* -EINVAL, changing nothing, for a pending command the controller never waits on. */
 int i8042_restore(struct i8042 *k, const struct i8042_state *st);
+
+/* ---- declaring a device: one table entry each (devices/table.c) ----------- */
+/* What the VM tells a device when it makes it. */
+struct dev_config {
+	unsigned nr_cpus;
+	uint64_t mem_size;
+};
+
+/* One guest access to one of a device's ranges, as the bus hands it over. */
+struct dev_io {
+	uint64_t addr;	 /* the port (or guest-physical address) accessed */
+	uint64_t offset; /* addr - the range's base */
+	uint32_t len;	 /* bytes in data: 1, 2, 4 (or 8) */
+	bool is_write;
+	uint8_t *data; /* in for writes, out for reads */
+};
+
+#define DEV_MAX_RANGES 2
+
+struct dev_range {
+	uint64_t base, len;
+	const char *name; /* the bus range, and its statistics field io.NAME (docs/stats-abi.md) */
+};
+
+/*
+ * A device as the VM composes it: where it sits, how it is made, how it
+ * answers an access, and what of it a snapshot keeps. The VM registers
+ * each range on the bus, hands `create` a dev_host whose set_irq drives
+ * ISA line `irq`, and saves and restores `state` through save and load.
+ * A new device is its file (state machine and this entry) and one line in
+ * devices/table.c.
+ */
+struct dev_desc {
+	const char *name;
+	struct dev_range pio[DEV_MAX_RANGES];
+	unsigned nr_pio;
+	int irq; /* the ISA line its set_irq drives, or -1 */
+	/* Make one: 0 or -errno. `host` (and its opaque) outlives the device. Setup thread. */
+	int (*create)(void **dev, const struct dev_host *host, const struct dev_config *cfg);
+	void (*destroy)(void *dev);
+	/* A guest access: 0, or -errno. Any vCPU thread: the device serializes itself. */
+	int (*io)(void *dev, struct dev_io *io);
+	/* Its saved state (NULL: nothing to keep): the state file's node and fields. */
+	const struct snap_part *state;
+	/* Copy the state out (VM paused), or back in (before the vCPUs run): -EINVAL if it cannot be. */
+	void (*save)(void *dev, void *state);
+	int (*load)(void *dev, const void *state);
+};
+
+extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg;
+
+/* Every device of the machine, in the order the VM makes them (devices/table.c). */
+extern const struct dev_desc *const dev_table[];
+extern const unsigned dev_table_len;
 
 #endif

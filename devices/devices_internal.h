@@ -40,4 +40,21 @@ static inline void *dev_gpa_to_hva(const struct dev_host *h, uint64_t gpa, uint6
 	return h->gpa_to_hva(h->opaque, gpa, len);
 }
 
+/* The first bytes of an access, little-endian, as a 32-bit value (a port's width at most). */
+static inline uint32_t dev_io_value(const struct dev_io *io)
+{
+	uint32_t v = 0;
+
+	for (uint32_t k = 0; k < io->len && k < 4; k++)
+		v |= (uint32_t)io->data[k] << (8 * k);
+	return v;
+}
+
+/* A read of a register the device does not have: all ones, as an unclaimed bus. */
+static inline void dev_io_ones(struct dev_io *io)
+{
+	for (uint32_t k = 0; k < io->len; k++)
+		io->data[k] = 0xff;
+}
+
 #endif

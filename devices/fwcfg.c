@@ -7,6 +7,9 @@
  */
 #include "devices/devices_internal.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* An item's bytes at `off`, or 0 past its end; unknown keys are all zeros. */
@@ -67,3 +70,104 @@ uint8_t fwcfg_read(struct fwcfg *f)
 		f->offset++;
 	return v;
 }
+
+/* ---- the declaration: the plain struct behind a lock ------------------------------------ */
+
+struct fwcfg_dev {
+	pthread_mutex_t lock;
+	struct fwcfg f;
+};
+
+static int fwcfg_dev_create(void **dev, const struct dev_host *host, const struct dev_config *cfg)
+{
+	struct fwcfg_dev *d = calloc(1, sizeof(*d));
+
+	(void)host;
+	if (!d)
+		return -ENOMEM;
+	if (pthread_mutex_init(&d->lock, NULL)) {
+		free(d);
+		return -ENOMEM;
+	}
+	fwcfg_init(&d->f, (uint16_t)cfg->nr_cpus, cfg->mem_size);
+	*dev = d;
+	return 0;
+}
+
+static void fwcfg_dev_destroy(void *dev)
+{
+	struct fwcfg_dev *d = dev;
+
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* Selector at offset 0 (written), data at 1 (read); data writes are ignored, as by QEMU since 2.4. */
+static int fwcfg_io(void *dev, struct dev_io *io)
+{
+	struct fwcfg_dev *d = dev;
+
+	pthread_mutex_lock(&d->lock);
+	if (io->is_write && io->offset == 0) {
+		fwcfg_select(&d->f, (uint16_t)dev_io_value(io));
+	} else if (!io->is_write && io->offset == 1) {
+		/* A wider read takes that many bytes of the item, in order. */
+		for (uint32_t i = 0; i < io->len; i++)
+			io->data[i] = fwcfg_read(&d->f);
+	} else if (!io->is_write) {
+		dev_io_ones(io);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static void fwcfg_save(void *dev, void *state)
+{
+	struct fwcfg_dev *d = dev;
+
+	pthread_mutex_lock(&d->lock);
+	memcpy(state, &d->f, sizeof(d->f));
+	pthread_mutex_unlock(&d->lock);
+}
+
+/* The items follow this machine (CPUs, RAM); the guest's place in them comes back. */
+static int fwcfg_load(void *dev, const void *state)
+{
+	struct fwcfg_dev *d = dev;
+	const struct fwcfg *st = state;
+
+	pthread_mutex_lock(&d->lock);
+	fwcfg_select(&d->f, st->selector);
+	d->f.offset = st->offset;
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+static const struct snap_field fwcfg_fields[] = {
+	SNAP_FIELD(struct fwcfg, "selector", SNAP_F_U16, selector, 0xffff),
+	SNAP_FIELD(struct fwcfg, "offset", SNAP_F_U32, offset, UINT32_MAX),
+};
+
+/* fw_cfg came within format 1: a snapshot without it had its reset state. */
+static const struct snap_part fwcfg_part = {
+	.name = "fw_cfg@510",
+	.size = sizeof(struct fwcfg),
+	.fields = fwcfg_fields,
+	.nr_fields = sizeof(fwcfg_fields) / sizeof(fwcfg_fields[0]),
+	.flags = SNAP_PART_OPTIONAL,
+};
+
+const struct dev_desc dev_fwcfg = {
+	.name = "fw_cfg",
+	.pio = { { FWCFG_SELECTOR_PORT, 2, "fw_cfg" } },
+	.nr_pio = 1,
+	.irq = -1,
+	.create = fwcfg_dev_create,
+	.destroy = fwcfg_dev_destroy,
+	.io = fwcfg_io,
+	.state = &fwcfg_part,
+	.save = fwcfg_save,
+	.load = fwcfg_load,
+};

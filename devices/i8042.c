@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define I8042_DATA 0x60
@@ -130,3 +131,78 @@ int i8042_restore(struct i8042 *k, const struct i8042_state *st)
 	pthread_mutex_unlock(&k->lock);
 	return 0;
 }
+
+/* ---- the declaration ---------------------------------------------------------------- */
+
+static int i8042_dev_create(void **dev, const struct dev_host *host, const struct dev_config *cfg)
+{
+	(void)cfg;
+	return i8042_create((struct i8042 **)dev, host);
+}
+
+static void i8042_dev_destroy(void *dev)
+{
+	i8042_destroy(dev);
+}
+
+/* Two one-byte ranges, data (0x60) and command/status (0x64): the port says which. */
+static int i8042_io(void *dev, struct dev_io *io)
+{
+	if (io->is_write)
+		i8042_write(dev, (uint16_t)io->addr, io->data[0]);
+	else
+		io->data[0] = i8042_read(dev, (uint16_t)io->addr);
+	return 0;
+}
+
+static const char *i8042_check(const struct snap *s, const void *state, const char **prop)
+{
+	(void)s;
+	*prop = "pending";
+	return i8042_state_valid(state) ? NULL : "not a command the i8042 waits on";
+}
+
+static void i8042_describe(const void *state, char *buf, size_t len)
+{
+	(void)state;
+	snprintf(buf, len, "i8042");
+}
+
+static void i8042_dev_save(void *dev, void *state)
+{
+	i8042_save(dev, state);
+}
+
+static int i8042_dev_load(void *dev, const void *state)
+{
+	return i8042_restore(dev, state);
+}
+
+static const struct snap_field i8042_fields[] = {
+	SNAP_FIELD(struct i8042_state, "command-byte", SNAP_F_U8, ctr, 0xff),
+	SNAP_FIELD(struct i8042_state, "pending", SNAP_F_U8, pending, 0xff),
+	SNAP_FIELD(struct i8042_state, "obf", SNAP_F_BOOL, obf, 1),
+	SNAP_FIELD(struct i8042_state, "out", SNAP_F_U8, out, 0xff),
+};
+
+static const struct snap_part i8042_part = {
+	.name = "i8042",
+	.size = sizeof(struct i8042_state),
+	.fields = i8042_fields,
+	.nr_fields = sizeof(i8042_fields) / sizeof(i8042_fields[0]),
+	.check = i8042_check,
+	.describe = i8042_describe,
+};
+
+const struct dev_desc dev_i8042 = {
+	.name = "i8042",
+	.pio = { { I8042_DATA, 1, "i8042_data" }, { I8042_CMD, 1, "i8042_cmd" } },
+	.nr_pio = 2,
+	.irq = -1,
+	.create = i8042_dev_create,
+	.destroy = i8042_dev_destroy,
+	.io = i8042_io,
+	.state = &i8042_part,
+	.save = i8042_dev_save,
+	.load = i8042_dev_load,
+};

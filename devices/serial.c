@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -370,3 +371,90 @@ int serial_restore(struct serial *s, const struct serial_state *st)
 	pthread_mutex_unlock(&s->lock);
 	return 0;
 }
+
+/* ---- the declaration ---------------------------------------------------------------- */
+
+static int serial_dev_create(void **dev, const struct dev_host *host, const struct dev_config *cfg)
+{
+	(void)cfg;
+	return serial_create((struct serial **)dev, host);
+}
+
+static void serial_dev_destroy(void *dev)
+{
+	serial_destroy(dev);
+}
+
+/* 16550 registers are byte-wide; wider accesses touch consecutive registers. */
+static int serial_io(void *dev, struct dev_io *io)
+{
+	for (uint32_t i = 0; i < io->len && io->offset + i < 8; i++) {
+		if (io->is_write)
+			serial_write(dev, (unsigned)(io->offset + i), io->data[i]);
+		else
+			io->data[i] = serial_read(dev, (unsigned)(io->offset + i));
+	}
+	return 0;
+}
+
+static const char *serial_check(const struct snap *s, const void *state, const char **prop)
+{
+	(void)s;
+	(void)prop;
+	return serial_state_valid(state) ? NULL : "not a state a 16550 can be in";
+}
+
+static void serial_describe(const void *state, char *buf, size_t len)
+{
+	const struct serial_state *st = state;
+
+	snprintf(buf, len, "serial 16550A (%u input bytes pending)", st->rx_count);
+}
+
+static void serial_dev_save(void *dev, void *state)
+{
+	serial_save(dev, state);
+}
+
+static int serial_dev_load(void *dev, const void *state)
+{
+	return serial_restore(dev, state);
+}
+
+#define SF(prop, type, member, max) SNAP_FIELD(struct serial_state, prop, type, member, max)
+
+static const struct snap_field serial_fields[] = {
+	SF("ier", SNAP_F_U8, ier, 0xff),
+	SF("lcr", SNAP_F_U8, lcr, 0xff),
+	SF("mcr", SNAP_F_U8, mcr, 0xff),
+	SF("fcr", SNAP_F_U8, fcr, 0xff),
+	SF("scr", SNAP_F_U8, scr, 0xff),
+	SF("dll", SNAP_F_U8, dll, 0xff),
+	SF("dlm", SNAP_F_U8, dlm, 0xff),
+	SF("lsr-errors", SNAP_F_U8, lsr_errors, 0xff),
+	SF("msr", SNAP_F_U8, msr, 0xff),
+	SF("thri-pending", SNAP_F_BOOL, thri_pending, 1),
+	SNAP_FIELD_BYTES(struct serial_state, "rx", rx, rx_count),
+};
+
+static const struct snap_part serial_part = {
+	.name = "serial@3f8",
+	.size = sizeof(struct serial_state),
+	.fields = serial_fields,
+	.nr_fields = sizeof(serial_fields) / sizeof(serial_fields[0]),
+	.check = serial_check,
+	.describe = serial_describe,
+};
+
+const struct dev_desc dev_serial = {
+	.name = "serial",
+	.pio = { { 0x3f8, 8, "serial" } },
+	.nr_pio = 1,
+	.irq = 4,
+	.create = serial_dev_create,
+	.destroy = serial_dev_destroy,
+	.io = serial_io,
+	.state = &serial_part,
+	.save = serial_dev_save,
+	.load = serial_dev_load,
+};

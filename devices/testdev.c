@@ -201,3 +201,74 @@ void testdev_write(struct testdev *t, uint32_t value, unsigned len)
 		break;
 	}
 }
+
+/* ---- the declaration ---------------------------------------------------------------- */
+
+static int testdev_dev_create(void **dev, const struct dev_host *host, const struct dev_config *cfg)
+{
+	(void)cfg;
+	return testdev_create((struct testdev **)dev, host);
+}
+
+static void testdev_dev_destroy(void *dev)
+{
+	testdev_destroy(dev);
+}
+
+static int testdev_io(void *dev, struct dev_io *io)
+{
+	if (io->is_write)
+		testdev_write(dev, dev_io_value(io), io->len);
+	else
+		dev_io_ones(io);
+	return 0;
+}
+
+static void testdev_describe(const void *state, char *buf, size_t len)
+{
+	const struct testdev_counters *c = state;
+
+	snprintf(buf, len, "test device (%" PRIu64 " prints)", c->prints);
+}
+
+static void testdev_save(void *dev, void *state)
+{
+	testdev_get_counters(dev, state);
+}
+
+static int testdev_load(void *dev, const void *state)
+{
+	testdev_set_counters(dev, state);
+	return 0;
+}
+
+#define TF(prop, member) SNAP_FIELD(struct testdev_counters, prop, SNAP_F_U64, member, 0)
+
+static const struct snap_field testdev_fields[] = {
+	TF("prints", prints),
+	TF("syncs", syncs),
+	TF("asserts", asserts),
+	TF("dones", dones),
+	TF("bad-requests", bad_requests),
+};
+
+static const struct snap_part testdev_part = {
+	.name = "testdev",
+	.size = sizeof(struct testdev_counters),
+	.fields = testdev_fields,
+	.nr_fields = sizeof(testdev_fields) / sizeof(testdev_fields[0]),
+	.describe = testdev_describe,
+};
+
+const struct dev_desc dev_testdev = {
+	.name = "testdev",
+	.pio = { { PV_TESTDEV_PORT, 4, "testdev" } },
+	.nr_pio = 1,
+	.irq = -1,
+	.create = testdev_dev_create,
+	.destroy = testdev_dev_destroy,
+	.io = testdev_io,
+	.state = &testdev_part,
+	.save = testdev_save,
+	.load = testdev_load,
+};

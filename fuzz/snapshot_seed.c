@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "snapfile/snapfile.h"
+#include "vmm/vmm.h"
 
 static uint8_t regs[sizeof(struct kvm_regs)], sregs[sizeof(struct kvm_sregs)], xsave[4096],
 	xcrs[sizeof(struct kvm_xcrs)], dregs[sizeof(struct kvm_debugregs)],
@@ -19,6 +20,15 @@ static struct kvm_msr_entry msrs[2] = { { .index = 0x10, .data = 1 }, { .index =
 static struct kvm_cpuid_entry2 cpuid[1] = { { .function = 0, .eax = 0xd } };
 
 #define B(a) ((struct snap_bytes){ (a), sizeof(a) })
+
+static struct serial_state serial;
+static struct pmu_caps caps;
+static struct pmu_vcpu_state vpmu = {
+	.global_ctrl = 1,
+	.cfg = { PV_PMU_EV_EXITS_IO | PV_PMU_CFG_USR | PV_PMU_CFG_OS | PV_PMU_CFG_EN },
+};
+static struct snap_stats vm_stats, vstats = { 1, { { "exits", 10 } } };
+static uint64_t zero[64]; /* the other devices' states: all zero */
 
 static int seed(const char *dir, unsigned n, bool pmu)
 {
@@ -39,10 +49,15 @@ static int seed(const char *dir, unsigned n, bool pmu)
 	s->writer = "perfvisor";
 	s->pit = B(pit);
 	s->pic_master = s->pic_slave = s->ioapic = B(chip);
-	s->serial.rx_count = 2;
-	pmu_caps_init(&s->pmu_caps);
-	s->vm_stats.n = 1;
-	s->vm_stats.s[0] = (struct snap_stat){ "exits_total", 3 };
+	s->schema = vm_snap_schema();
+	serial.rx_count = 2;
+	pmu_caps_init(&caps);
+	vm_stats.n = 1;
+	vm_stats.s[0] = (struct snap_stat){ "exits_total", 3 };
+	for (unsigned k = 0; k < s->schema->nr_devices; k++)
+		s->dev[k] = !strcmp(s->schema->devices[k]->name, "serial@3f8") ? (void *)&serial : zero;
+	s->vm[0] = pmu ? &caps : NULL; /* pmu_caps_part, snap_stats_part (vmm/snapschema.c) */
+	s->vm[1] = &vm_stats;
 	for (unsigned i = 0; i < n; i++) {
 		struct snap_vcpu *v = &s->vcpu[i];
 
@@ -55,10 +70,8 @@ static int seed(const char *dir, unsigned n, bool pmu)
 		v->events = B(events);
 		v->msrs = B(msrs);
 		v->cpuid = B(cpuid);
-		v->pmu.global_ctrl = 1;
-		v->pmu.cfg[0] = PV_PMU_EV_EXITS_IO | PV_PMU_CFG_USR | PV_PMU_CFG_OS | PV_PMU_CFG_EN;
-		v->stats.n = 1;
-		v->stats.s[0] = (struct snap_stat){ "exits", 10 };
+		v->part[0] = pmu ? &vpmu : NULL;
+		v->part[1] = &vstats;
 	}
 	if (snap_build(s, &blob, &len, &err)) {
 		fprintf(stderr, "snapshot_seed: %s\n", err.msg);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "perfvisor/pvpmu.h"
+#include "snapfile/snapfile.h"
 #include "util/util.h"
 
 /* ---- events ----------------------------------------------------------------- */
@@ -188,6 +189,14 @@ int pmu_vcpu_state_check(const struct pmu_caps *c, const struct pmu_vcpu_state *
 int pmu_vcpu_restore(struct pmu_vcpu *p, const struct pmu_vcpu_state *s, const char **why);
 /* Do two hosts offer the guest the same PMU (counters, features, limits, bitmaps)? Pure. */
 bool pmu_caps_equal(const struct pmu_caps *a, const struct pmu_caps *b, const char **why);
+/*
+ * The PV PMU's parts of a snapshot (docs/snapshot.md), present when the
+ * machine has the PV PMU: the capabilities the guest was offered (node
+ * "pmu" at the root, a struct pmu_caps) and each vCPU's state (node "pmu"
+ * in vcpu@N, a struct pmu_vcpu_state, checked against those capabilities
+ * as the guest's own MSR writes would be).
+ */
+extern const struct snap_part pmu_caps_part, pmu_vcpu_part;
 
 /* ---- the perf_event_open backend (perf.c) -------------------------------------- */
 /* Open ev on the calling thread; if period, sample and signal `signo` to this thread on overflow. */

@@ -11,11 +11,89 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices/devices.h"
-#include "machine/machine.h"
 #include "perfvisor/bootinfo.h"
-#include "pmu/pmu.h"
 #include "util/util.h"
+
+/* ---- a component's saved state: its node, described by a table -------------- */
+/*
+ * Every component that has state of its own (a device, the PV PMU, the
+ * statistics) describes it once, as a struct snap_part: the node's name in
+ * the state file and a table of fields, each a property at an offset of
+ * the component's state struct. The writer and the parser walk the table;
+ * nothing in snapfile/ knows any component. Pure data: no KVM, no files.
+ */
+enum snap_ftype {
+	SNAP_F_U8,    /* uint8_t, written as a 32-bit cell */
+	SNAP_F_U16,   /* uint16_t, as a 32-bit cell */
+	SNAP_F_U32,   /* uint32_t */
+	SNAP_F_BOOL,  /* bool, as a 32-bit cell: 0 or 1 */
+	SNAP_F_U64,   /* uint64_t, as a 64-bit value */
+	SNAP_F_U64S,  /* uint64_t[count], as count 64-bit cells */
+	SNAP_F_BYTES, /* uint8_t[count], of which the uint16_t at len_off says how many are used */
+	SNAP_F_NAMED, /* the whole node: every property a statistics field name and a u64 (struct snap_stats) */
+};
+
+struct snap_field {
+	const char *name; /* the property (unused for SNAP_F_NAMED) */
+	uint8_t type;	  /* enum snap_ftype */
+	uint16_t off;	  /* of the value in the state struct */
+	uint16_t count;	  /* SNAP_F_U64S: elements; SNAP_F_BYTES: capacity */
+	uint16_t len_off; /* SNAP_F_BYTES: offset of its uint16_t length */
+	uint64_t max;	  /* SNAP_F_U8/U16/U32: the largest value the parser accepts */
+};
+
+/* One field of `st`, a struct of type T: SNAP_FIELD(T, "name", SNAP_F_U32, member, max). */
+#define SNAP_FIELD(T, prop, type, member, max)                   \
+	{                                                        \
+		(prop), (type), offsetof(T, member), 0, 0, (max) \
+	}
+#define SNAP_FIELD_U64S(T, prop, member)                                                                    \
+	{                                                                                                   \
+		(prop), SNAP_F_U64S, offsetof(T, member), sizeof(((T *)0)->member) / sizeof(uint64_t), 0, 0 \
+	}
+#define SNAP_FIELD_BYTES(T, prop, member, len_member)                                \
+	{                                                                            \
+		(prop), SNAP_F_BYTES, offsetof(T, member), sizeof(((T *)0)->member), \
+			offsetof(T, len_member), 0                                   \
+	}
+
+#define SNAP_PART_OPTIONAL (1u << 0) /* came within format 1: absent in older files, then its state is 0 */
+#define SNAP_PART_PMU (1u << 1)	     /* present exactly when the machine has the PV PMU */
+
+struct snap;
+
+struct snap_part {
+	const char *name; /* the node: under /devices for a device, else at the root or in each vcpu@N */
+	size_t size;	  /* of the state struct */
+	const struct snap_field *fields;
+	unsigned nr_fields;
+	unsigned flags; /* SNAP_PART_* */
+	/*
+	 * Could the component be in this state? NULL if so, else why not (and
+	 * *prop the property to name, or NULL for the node). s is the file as
+	 * parsed so far: the VM-wide parts come before each vCPU's. May be NULL.
+	 */
+	const char *(*check)(const struct snap *s, const void *state, const char **prop);
+	/* snapshot-info's words for it ("serial 16550A (3 input bytes pending)"), or NULL to say nothing. */
+	void (*describe)(const void *state, char *buf, size_t len);
+};
+
+#define SNAP_MAX_PARTS 16     /* device parts, and VM-wide parts */
+#define SNAP_MAX_VCPU_PARTS 4 /* parts in each vcpu@N */
+
+/*
+ * What a state file holds besides KVM's state: the device parts (nodes
+ * under /devices), the VM-wide parts (nodes at the root, after /devices)
+ * and each vCPU's parts (nodes in vcpu@N), in the order they are written.
+ */
+struct snap_schema {
+	const struct snap_part *const *devices;
+	unsigned nr_devices;
+	const struct snap_part *const *vm;
+	unsigned nr_vm;
+	const struct snap_part *const *vcpu;
+	unsigned nr_vcpu;
+};
 
 /* ---- snapshot state file (snapfmt.c, docs/snapshot.md) --------------------- */
 /*
@@ -45,10 +123,14 @@ struct snap_stat {
 	uint64_t value;
 };
 
+/* The state of a SNAP_F_NAMED part: the statistics' cumulative fields by name. */
 struct snap_stats {
 	unsigned n;
 	struct snap_stat s[SNAP_MAX_STATS];
 };
+
+/* A record's statistics: the part "stats" (the VM record at the root, a vCPU's in vcpu@N). */
+extern const struct snap_part snap_stats_part;
 
 struct snap_vcpu {
 	/* KVM's own structures, as the KVM_GET_* ioctls return them (x86-64, little-endian). */
@@ -56,8 +138,7 @@ struct snap_vcpu {
 	struct snap_bytes msrs;	 /* struct kvm_msr_entry[], 16 bytes each */
 	struct snap_bytes cpuid; /* struct kvm_cpuid_entry2[], 40 bytes each, as set */
 	uint32_t mp_state;
-	struct pmu_vcpu_state pmu; /* when the machine has the PV PMU */
-	struct snap_stats stats;   /* cumulative statistics fields by name */
+	void *part[SNAP_MAX_VCPU_PARTS]; /* by schema->vcpu index; NULL: absent */
 };
 
 struct snap {
@@ -78,32 +159,37 @@ struct snap {
 	uint64_t clock;
 	uint32_t clock_flags;
 	struct snap_bytes pit, pic_master, pic_slave, ioapic;
-	/* devices */
-	struct serial_state serial;
-	struct testdev_counters testdev;
-	struct i8042_state i8042;
-	struct fwcfg fwcfg; /* selector and offset (optional: 0 when absent); the items follow the machine */
-	/* PV PMU capabilities the guest was offered */
-	struct pmu_caps pmu_caps;
-	/* statistics: the VM record's cumulative fields */
-	struct snap_stats vm_stats;
+	/* the components' parts, by index in the schema's lists; NULL: absent */
+	const struct snap_schema *schema;
+	void *dev[SNAP_MAX_PARTS];
+	void *vm[SNAP_MAX_PARTS];
 	struct snap_vcpu vcpu[PV_MAX_CPUS];
+	bool owns_parts; /* snap_parse allocated the parts: snap_fini frees them */
 };
 
 /*
  * Write s as a state file into a malloc'ed buffer (*blob, *len), with its
- * checksum. Returns 0 or -errno with a message.
+ * checksum. s->schema says which parts there are; every part the file
+ * needs (not optional, and the PMU's when s->pmu) must have its state.
+ * Returns 0 or -errno with a message.
  */
 int snap_build(const struct snap *s, void **blob, size_t *len, struct errbuf *err);
 /*
- * Parse and validate a whole state file: structure (fdt_check_full), the
- * checksum, the format version, every node and property the format needs
- * with its exact size, counts and ranges, device and PMU states a real one
- * could be in. Unknown properties and nodes are ignored (a newer writer's
- * additions). s then points into blob. Returns 0 or -EINVAL/-EPROTO/
- * -ENOTSUP (newer format) with one clear line naming the problem.
+ * Parse and validate a whole state file against `schema`: structure
+ * (fdt_check_full), the checksum, the format version, every node and
+ * property the format and each part need with its exact size, counts and
+ * ranges, and each part's own check (device and PMU states a real one
+ * could be in). Unknown properties and nodes are ignored (a newer writer's
+ * additions). s then points into blob, and holds the parts it allocated
+ * until snap_fini(). Returns 0 or -EINVAL/-EPROTO/-ENOTSUP (newer format)
+ * with one clear line naming the problem.
  */
-int snap_parse(const void *blob, size_t len, struct snap *s, struct errbuf *err);
+int snap_parse(const void *blob, size_t len, const struct snap_schema *schema, struct snap *s,
+	       struct errbuf *err);
+/* Free the parts snap_parse() allocated (not the struct). Safe on a zeroed or failed one. */
+void snap_fini(struct snap *s);
+/* The state of `part` (for vCPU `vcpu`, or VM-wide with -1) in s, or NULL if it has none. */
+const void *snap_part_state(const struct snap *s, const struct snap_part *part, int vcpu);
 /* XXH3-64 of a buffer (the checksum the format uses), and the streaming form. */
 uint64_t snap_hash(const void *p, size_t len);
 

@@ -8,9 +8,12 @@
  */
 #include "snapfile/snapfile.h"
 
+#include "machine/machine.h"
+
 #include <errno.h>
 #include <libfdt.h>
 #include <linux/kvm.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -84,27 +87,61 @@ static void w_u64s(struct fdtw *w, const char *name, const uint64_t *v, unsigned
 	w_bytes(w, name, cells, n * 8);
 }
 
-static void w_stats(struct fdtw *w, const struct snap_stats *st)
+/* One field of a part, from its state. */
+static void w_field(struct fdtw *w, const struct snap_field *f, const void *state)
 {
-	w_begin(w, "stats");
-	for (unsigned i = 0; i < st->n; i++)
-		w_u64(w, st->s[i].name, st->s[i].value);
-	w_end(w);
+	const uint8_t *at = (const uint8_t *)state + f->off;
+	uint64_t u64s[64];
+	uint16_t u16;
+	bool b;
+
+	switch (f->type) {
+	case SNAP_F_U8:
+		w_u32(w, f->name, *at);
+		break;
+	case SNAP_F_U16:
+		memcpy(&u16, at, sizeof(u16));
+		w_u32(w, f->name, u16);
+		break;
+	case SNAP_F_U32:
+		w_u32(w, f->name, *(const uint32_t *)(const void *)at);
+		break;
+	case SNAP_F_BOOL:
+		memcpy(&b, at, sizeof(b));
+		w_u32(w, f->name, b);
+		break;
+	case SNAP_F_U64:
+		w_u64(w, f->name, *(const uint64_t *)(const void *)at);
+		break;
+	case SNAP_F_U64S:
+		memcpy(u64s, at, (f->count < 64 ? f->count : 64) * sizeof(uint64_t));
+		w_u64s(w, f->name, u64s, f->count);
+		break;
+	case SNAP_F_BYTES:
+		memcpy(&u16, (const uint8_t *)state + f->len_off, sizeof(u16));
+		w_bytes(w, f->name, at, u16 < f->count ? u16 : f->count);
+		break;
+	case SNAP_F_NAMED: {
+		const struct snap_stats *st = (const void *)at;
+
+		for (unsigned i = 0; i < st->n; i++)
+			w_u64(w, st->s[i].name, st->s[i].value);
+		break;
+	}
+	default:
+		if (!w->err)
+			w->err = -FDT_ERR_BADVALUE;
+	}
 }
 
-static void w_pmu_vcpu(struct fdtw *w, const struct pmu_vcpu_state *p)
+/* A part's node, if it has a state. */
+static void w_part(struct fdtw *w, const struct snap_part *p, const void *state)
 {
-	w_begin(w, "pmu");
-	w_u64(w, "global-ctrl", p->global_ctrl);
-	w_u64(w, "global-status", p->status);
-	w_u64(w, "pmi-cfg", p->pmi_cfg);
-	w_u64(w, "page", p->page);
-	w_u64s(w, "counter-config", p->cfg, PMU_NR_COUNTERS);
-	w_u64s(w, "counter-value", p->value, PMU_NR_COUNTERS);
-	w_u64(w, "page-seq", p->page_seq);
-	w_u64(w, "page-updates", p->page_updates);
-	w_u32(w, "pmi-pending", p->pmi_pending);
-	w_u32(w, "pmi-throttled", p->throttled);
+	if (!state)
+		return;
+	w_begin(w, p->name);
+	for (unsigned i = 0; i < p->nr_fields; i++)
+		w_field(w, &p->fields[i], state);
 	w_end(w);
 }
 
@@ -126,52 +163,15 @@ static void w_vcpu(struct fdtw *w, const struct snap *s, unsigned i)
 	w_blob(w, "msrs", v->msrs);
 	w_blob(w, "cpuid", v->cpuid);
 	w_u32(w, "mp-state", v->mp_state);
-	if (s->pmu)
-		w_pmu_vcpu(w, &v->pmu);
-	w_stats(w, &v->stats);
-	w_end(w);
-}
-
-static void w_devices(struct fdtw *w, const struct snap *s)
-{
-	const struct serial_state *u = &s->serial;
-
-	w_begin(w, "devices");
-	w_begin(w, "serial@3f8");
-	w_u32(w, "ier", u->ier);
-	w_u32(w, "lcr", u->lcr);
-	w_u32(w, "mcr", u->mcr);
-	w_u32(w, "fcr", u->fcr);
-	w_u32(w, "scr", u->scr);
-	w_u32(w, "dll", u->dll);
-	w_u32(w, "dlm", u->dlm);
-	w_u32(w, "lsr-errors", u->lsr_errors);
-	w_u32(w, "msr", u->msr);
-	w_u32(w, "thri-pending", u->thri_pending);
-	w_bytes(w, "rx", u->rx, u->rx_count);
-	w_end(w);
-	w_begin(w, "testdev");
-	w_u64(w, "prints", s->testdev.prints);
-	w_u64(w, "syncs", s->testdev.syncs);
-	w_u64(w, "asserts", s->testdev.asserts);
-	w_u64(w, "dones", s->testdev.dones);
-	w_u64(w, "bad-requests", s->testdev.bad_requests);
-	w_end(w);
-	w_begin(w, "i8042");
-	w_u32(w, "command-byte", s->i8042.ctr);
-	w_u32(w, "pending", s->i8042.pending);
-	w_u32(w, "obf", s->i8042.obf);
-	w_u32(w, "out", s->i8042.out);
-	w_end(w);
-	w_begin(w, "fw_cfg@510");
-	w_u32(w, "selector", s->fwcfg.selector);
-	w_u32(w, "offset", s->fwcfg.offset);
-	w_end(w);
+	for (unsigned k = 0; k < s->schema->nr_vcpu; k++)
+		w_part(w, s->schema->vcpu[k], v->part[k]);
 	w_end(w);
 }
 
 static void w_tree(struct fdtw *w, const struct snap *s)
 {
+	const struct snap_schema *sc = s->schema;
+
 	if (!w->err)
 		w->err = fdt_finish_reservemap(w->buf);
 	w_begin(w, "");
@@ -210,22 +210,12 @@ static void w_tree(struct fdtw *w, const struct snap *s)
 	w_blob(w, "ioapic", s->ioapic);
 	w_end(w);
 
-	w_devices(w, s);
-
-	if (s->pmu) {
-		w_begin(w, "pmu");
-		w_u32(w, "nr-counters", s->pmu_caps.nr_counters);
-		w_u32(w, "features", s->pmu_caps.features);
-		w_u32(w, "min-period", s->pmu_caps.min_period);
-		w_u32(w, "min-period-ns", s->pmu_caps.min_period_ns);
-		w_u32(w, "max-pmis-per-s", s->pmu_caps.max_pmis_per_s);
-		w_u32(w, "host-budget", s->pmu_caps.host_budget);
-		w_u64s(w, "avail", s->pmu_caps.avail, PMU_BITMAP_WORDS);
-		w_u64s(w, "sample", s->pmu_caps.sample, PMU_BITMAP_WORDS);
-		w_u64s(w, "filter", s->pmu_caps.filter, PMU_BITMAP_WORDS);
-		w_end(w);
-	}
-	w_stats(w, &s->vm_stats);
+	w_begin(w, "devices");
+	for (unsigned k = 0; k < sc->nr_devices; k++)
+		w_part(w, sc->devices[k], s->dev[k]);
+	w_end(w);
+	for (unsigned k = 0; k < sc->nr_vm; k++)
+		w_part(w, sc->vm[k], s->vm[k]);
 	for (unsigned i = 0; i < s->nr_vcpus; i++)
 		w_vcpu(w, s, i);
 	w_end(w);
@@ -244,6 +234,12 @@ static int blob_checksum(void *blob, uint64_t *sum)
 	return 0;
 }
 
+/* Must the file have this part? Not an optional one; the PMU's only with the PV PMU. */
+static bool needed(const struct snap *s, const struct snap_part *p)
+{
+	return !(p->flags & SNAP_PART_OPTIONAL) && (!(p->flags & SNAP_PART_PMU) || s->pmu);
+}
+
 int snap_build(const struct snap *s, void **blob, size_t *len, struct errbuf *err)
 {
 	size_t size = 64 << 10;
@@ -251,6 +247,21 @@ int snap_build(const struct snap *s, void **blob, size_t *len, struct errbuf *er
 	*blob = NULL;
 	if (s->nr_vcpus == 0 || s->nr_vcpus > PV_MAX_CPUS)
 		return errbuf_set(err, -EINVAL, "snapshot: %u vCPUs", s->nr_vcpus);
+	if (!s->schema || s->schema->nr_devices > SNAP_MAX_PARTS || s->schema->nr_vm > SNAP_MAX_PARTS ||
+	    s->schema->nr_vcpu > SNAP_MAX_VCPU_PARTS)
+		return errbuf_set(err, -EINVAL, "snapshot: no schema, or one with too many parts");
+	for (unsigned k = 0; k < s->schema->nr_devices; k++)
+		if (!s->dev[k] && needed(s, s->schema->devices[k]))
+			return errbuf_set(err, -EINVAL, "snapshot: no state for devices/%s",
+					  s->schema->devices[k]->name);
+	for (unsigned k = 0; k < s->schema->nr_vm; k++)
+		if (!s->vm[k] && needed(s, s->schema->vm[k]))
+			return errbuf_set(err, -EINVAL, "snapshot: no state for %s", s->schema->vm[k]->name);
+	for (unsigned i = 0; i < s->nr_vcpus; i++)
+		for (unsigned k = 0; k < s->schema->nr_vcpu; k++)
+			if (!s->vcpu[i].part[k] && needed(s, s->schema->vcpu[k]))
+				return errbuf_set(err, -EINVAL, "snapshot: no state for vcpu@%u/%s", i,
+						  s->schema->vcpu[k]->name);
 	for (;;) {
 		struct fdtw w = { .buf = malloc(size) };
 		uint64_t sum;
@@ -443,14 +454,12 @@ static bool stat_name_ok(const char *n, int len)
 	return true;
 }
 
-/* Every property of the node `stats` under parent: a statistics field name and a u64. */
-static void r_stats(struct fdtr *r, int parent, struct snap_stats *st)
+/* Every property of a node: a statistics field name and a u64. */
+static void r_named(struct fdtr *r, int node, struct snap_stats *st)
 {
-	int node = r_node(r, parent, "stats"), prop;
+	int prop;
 
 	st->n = 0;
-	if (node < 0)
-		return;
 	fdt_for_each_property_offset(prop, r->blob, node)
 	{
 		const char *name;
@@ -475,29 +484,102 @@ static void r_stats(struct fdtr *r, int parent, struct snap_stats *st)
 	}
 }
 
-static void r_pmu_vcpu(struct fdtr *r, int parent, struct pmu_vcpu_state *p)
+/* The largest value an integer field of this width may hold, and what the part allows. */
+static uint32_t r_max(const struct snap_field *f, uint32_t width_max)
 {
-	int node = r_node(r, parent, "pmu");
+	return f->max < width_max ? (uint32_t)f->max : width_max;
+}
 
-	if (node < 0)
+/* One field of a part into its state. */
+static void r_field(struct fdtr *r, int node, const struct snap_field *f, void *state)
+{
+	uint8_t *at = (uint8_t *)state + f->off;
+	struct snap_bytes b;
+	uint64_t u64;
+	uint32_t u32;
+	uint16_t u16;
+	bool bo;
+
+	switch (f->type) {
+	case SNAP_F_U8:
+		*at = (uint8_t)r_u32(r, node, f->name, r_max(f, 0xff));
+		break;
+	case SNAP_F_U16:
+		u16 = (uint16_t)r_u32(r, node, f->name, r_max(f, 0xffff));
+		memcpy(at, &u16, sizeof(u16));
+		break;
+	case SNAP_F_U32:
+		u32 = r_u32(r, node, f->name, r_max(f, UINT32_MAX));
+		memcpy(at, &u32, sizeof(u32));
+		break;
+	case SNAP_F_BOOL:
+		bo = r_u32(r, node, f->name, 1) != 0;
+		memcpy(at, &bo, sizeof(bo));
+		break;
+	case SNAP_F_U64:
+		u64 = r_u64(r, node, f->name);
+		memcpy(at, &u64, sizeof(u64));
+		break;
+	case SNAP_F_U64S: {
+		uint64_t v[64] = { 0 };
+
+		r_u64s(r, node, f->name, v, f->count < 64 ? f->count : 64);
+		memcpy(at, v, (f->count < 64 ? f->count : 64) * sizeof(uint64_t));
+		break;
+	}
+	case SNAP_F_BYTES:
+		b = r_bytes(r, node, f->name, 0, 0, f->count, 1);
+		u16 = (uint16_t)b.len;
+		memcpy((uint8_t *)state + f->len_off, &u16, sizeof(u16));
+		if (b.len)
+			memcpy(at, b.p, b.len);
+		break;
+	case SNAP_F_NAMED:
+		r_named(r, node, (struct snap_stats *)(void *)at);
+		break;
+	default:
+		r_fail(r, f->name, "a field this perfvisor cannot read");
+	}
+}
+
+/*
+ * A part's node under parent into a new state (*out), fields and then the
+ * part's own check. An optional part that is absent gets a zero state; a
+ * PMU part of a machine without the PV PMU gets none.
+ */
+static void r_part(struct fdtr *r, struct snap *s, int parent, const struct snap_part *p, void **out)
+{
+	const char *why, *prop = NULL;
+	int node;
+
+	*out = NULL;
+	if (r->rc || ((p->flags & SNAP_PART_PMU) && !s->pmu))
 		return;
-	p->global_ctrl = r_u64(r, node, "global-ctrl");
-	p->status = r_u64(r, node, "global-status");
-	p->pmi_cfg = r_u64(r, node, "pmi-cfg");
-	p->page = r_u64(r, node, "page");
-	r_u64s(r, node, "counter-config", p->cfg, PMU_NR_COUNTERS);
-	r_u64s(r, node, "counter-value", p->value, PMU_NR_COUNTERS);
-	p->page_seq = r_u64(r, node, "page-seq");
-	p->page_updates = r_u64(r, node, "page-updates");
-	p->pmi_pending = r_u32(r, node, "pmi-pending", 1);
-	p->throttled = r_u32(r, node, "pmi-throttled", 1);
+	if (p->flags & SNAP_PART_OPTIONAL)
+		node = fdt_subnode_offset(r->blob, parent, p->name);
+	else
+		node = r_node(r, parent, p->name);
+	if (node < 0 && !(p->flags & SNAP_PART_OPTIONAL))
+		return;
+	*out = calloc(1, p->size ? p->size : 1);
+	if (!*out) {
+		r->rc = errbuf_set(r->err, -ENOMEM, "snapshot: out of memory");
+		return;
+	}
+	if (node < 0)
+		return; /* an older writer's file: the reset state */
+	if (fdt_get_path(r->blob, node, r->where, sizeof(r->where)))
+		snprintf(r->where, sizeof(r->where), "%s", p->name);
+	for (unsigned i = 0; i < p->nr_fields && !r->rc; i++)
+		r_field(r, node, &p->fields[i], *out);
+	if (!r->rc && p->check && (why = p->check(s, *out, &prop)))
+		r_fail(r, prop, why);
 }
 
 static void r_vcpu(struct fdtr *r, struct snap *s, unsigned i)
 {
 	struct snap_vcpu *v = &s->vcpu[i];
 	char name[16];
-	const char *why;
 	int node;
 
 	snprintf(name, sizeof(name), "vcpu@%u", i);
@@ -517,82 +599,19 @@ static void r_vcpu(struct fdtr *r, struct snap *s, unsigned i)
 	v->cpuid = r_bytes(r, node, "cpuid", 0, sizeof(struct kvm_cpuid_entry2),
 			   SNAP_MAX_CPUID * sizeof(struct kvm_cpuid_entry2), sizeof(struct kvm_cpuid_entry2));
 	v->mp_state = r_u32(r, node, "mp-state", KVM_MP_STATE_AP_RESET_HOLD);
-	if (s->pmu) {
-		r_pmu_vcpu(r, node, &v->pmu);
-		if (!r->rc && pmu_vcpu_state_check(&s->pmu_caps, &v->pmu, &why))
-			r_fail(r, NULL, why);
-	}
-	r_stats(r, node, &v->stats);
+	for (unsigned k = 0; k < s->schema->nr_vcpu; k++)
+		r_part(r, s, node, s->schema->vcpu[k], &v->part[k]);
 }
 
-static void r_devices(struct fdtr *r, struct snap *s)
+static void r_parts(struct fdtr *r, struct snap *s)
 {
-	int devs = r_node(r, 0, "devices"), node;
-	struct serial_state *u = &s->serial;
-	struct snap_bytes rx;
+	const struct snap_schema *sc = s->schema;
+	int devs = r_node(r, 0, "devices");
 
-	if (devs < 0)
-		return;
-	node = r_node(r, devs, "serial@3f8");
-	if (node < 0)
-		return;
-	u->ier = (uint8_t)r_u32(r, node, "ier", 0xff);
-	u->lcr = (uint8_t)r_u32(r, node, "lcr", 0xff);
-	u->mcr = (uint8_t)r_u32(r, node, "mcr", 0xff);
-	u->fcr = (uint8_t)r_u32(r, node, "fcr", 0xff);
-	u->scr = (uint8_t)r_u32(r, node, "scr", 0xff);
-	u->dll = (uint8_t)r_u32(r, node, "dll", 0xff);
-	u->dlm = (uint8_t)r_u32(r, node, "dlm", 0xff);
-	u->lsr_errors = (uint8_t)r_u32(r, node, "lsr-errors", 0xff);
-	u->msr = (uint8_t)r_u32(r, node, "msr", 0xff);
-	u->thri_pending = r_u32(r, node, "thri-pending", 1);
-	rx = r_bytes(r, node, "rx", 0, 0, SERIAL_RX_MAX, 1);
-	u->rx_count = (uint16_t)rx.len;
-	if (rx.len)
-		memcpy(u->rx, rx.p, rx.len);
-	if (!r->rc && !serial_state_valid(u))
-		r_fail(r, NULL, "not a state a 16550 can be in");
-	node = r_node(r, devs, "testdev");
-	if (node < 0)
-		return;
-	s->testdev.prints = r_u64(r, node, "prints");
-	s->testdev.syncs = r_u64(r, node, "syncs");
-	s->testdev.asserts = r_u64(r, node, "asserts");
-	s->testdev.dones = r_u64(r, node, "dones");
-	s->testdev.bad_requests = r_u64(r, node, "bad-requests");
-	node = r_node(r, devs, "i8042");
-	if (node < 0)
-		return;
-	s->i8042.ctr = (uint8_t)r_u32(r, node, "command-byte", 0xff);
-	s->i8042.pending = (uint8_t)r_u32(r, node, "pending", 0xff);
-	s->i8042.obf = r_u32(r, node, "obf", 1);
-	s->i8042.out = (uint8_t)r_u32(r, node, "out", 0xff);
-	if (!r->rc && !i8042_state_valid(&s->i8042))
-		r_fail(r, "pending", "not a command the i8042 waits on");
-	/* fw_cfg came within format 1: a snapshot without it had its reset state. */
-	node = r->rc ? -1 : fdt_subnode_offset(r->blob, devs, "fw_cfg@510");
-	if (node >= 0) {
-		s->fwcfg.selector = (uint16_t)r_u32(r, node, "selector", 0xffff);
-		s->fwcfg.offset = r_u32(r, node, "offset", UINT32_MAX);
-	}
-}
-
-static void r_pmu_caps(struct fdtr *r, struct snap *s)
-{
-	int node = r_node(r, 0, "pmu");
-	struct pmu_caps *c = &s->pmu_caps;
-
-	if (node < 0)
-		return;
-	c->nr_counters = r_u32(r, node, "nr-counters", PMU_NR_COUNTERS);
-	c->features = r_u32(r, node, "features", ~0u);
-	c->min_period = r_u32(r, node, "min-period", ~0u);
-	c->min_period_ns = r_u32(r, node, "min-period-ns", ~0u);
-	c->max_pmis_per_s = r_u32(r, node, "max-pmis-per-s", ~0u);
-	c->host_budget = r_u32(r, node, "host-budget", ~0u);
-	r_u64s(r, node, "avail", c->avail, PMU_BITMAP_WORDS);
-	r_u64s(r, node, "sample", c->sample, PMU_BITMAP_WORDS);
-	r_u64s(r, node, "filter", c->filter, PMU_BITMAP_WORDS);
+	for (unsigned k = 0; k < sc->nr_devices && devs >= 0; k++)
+		r_part(r, s, devs, sc->devices[k], &s->dev[k]);
+	for (unsigned k = 0; k < sc->nr_vm; k++)
+		r_part(r, s, 0, sc->vm[k], &s->vm[k]);
 }
 
 static void r_machine(struct fdtr *r, struct snap *s)
@@ -667,13 +686,19 @@ static int check_checksum(const void *blob, size_t len, struct errbuf *err)
 	return 0;
 }
 
-int snap_parse(const void *blob, size_t len, struct snap *s, struct errbuf *err)
+int snap_parse(const void *blob, size_t len, const struct snap_schema *schema, struct snap *s,
+	       struct errbuf *err)
 {
 	struct fdtr r = { .blob = blob, .err = err, .where = "/" };
 	const char *compat;
 	int rc, node;
 
 	memset(s, 0, sizeof(*s));
+	s->schema = schema;
+	s->owns_parts = true;
+	if (schema->nr_devices > SNAP_MAX_PARTS || schema->nr_vm > SNAP_MAX_PARTS ||
+	    schema->nr_vcpu > SNAP_MAX_VCPU_PARTS)
+		return errbuf_set(err, -EINVAL, "snapshot: a schema with too many parts");
 	if (len < sizeof(struct fdt_header) || fdt_magic(blob) != FDT_MAGIC)
 		return errbuf_set(err, -EINVAL, "snapshot state file: not a flattened device tree");
 	if (len > SNAP_MAX_STATE_SIZE || fdt_totalsize(blob) != len)
@@ -734,13 +759,60 @@ int snap_parse(const void *blob, size_t len, struct snap *s, struct errbuf *err)
 			r_bytes(&r, node, "pic-slave", sizeof(((struct kvm_irqchip *)0)->chip), 0, 0, 1);
 		s->ioapic = r_bytes(&r, node, "ioapic", sizeof(((struct kvm_irqchip *)0)->chip), 0, 0, 1);
 	}
-	r_devices(&r, s);
-	if (s->pmu)
-		r_pmu_caps(&r, s);
-	snprintf(r.where, sizeof(r.where), "/");
-	r_stats(&r, 0, &s->vm_stats);
+	r_parts(&r, s);
 	r_count_vcpus(&r, s);
 	for (unsigned i = 0; i < s->nr_vcpus && !r.rc; i++)
 		r_vcpu(&r, s, i);
 	return r.rc;
 }
+
+void snap_fini(struct snap *s)
+{
+	if (!s->owns_parts)
+		return;
+	for (unsigned k = 0; k < SNAP_MAX_PARTS; k++) {
+		free(s->dev[k]);
+		free(s->vm[k]);
+		s->dev[k] = s->vm[k] = NULL;
+	}
+	for (unsigned i = 0; i < PV_MAX_CPUS; i++)
+		for (unsigned k = 0; k < SNAP_MAX_VCPU_PARTS; k++) {
+			free(s->vcpu[i].part[k]);
+			s->vcpu[i].part[k] = NULL;
+		}
+	s->owns_parts = false;
+}
+
+const void *snap_part_state(const struct snap *s, const struct snap_part *part, int vcpu)
+{
+	const struct snap_schema *sc = s->schema;
+
+	if (!sc)
+		return NULL;
+	if (vcpu >= 0) {
+		for (unsigned k = 0; k < sc->nr_vcpu && (unsigned)vcpu < PV_MAX_CPUS; k++)
+			if (sc->vcpu[k] == part)
+				return s->vcpu[vcpu].part[k];
+		return NULL;
+	}
+	for (unsigned k = 0; k < sc->nr_devices; k++)
+		if (sc->devices[k] == part)
+			return s->dev[k];
+	for (unsigned k = 0; k < sc->nr_vm; k++)
+		if (sc->vm[k] == part)
+			return s->vm[k];
+	return NULL;
+}
+
+/* ---- the statistics' part ------------------------------------------------------------- */
+
+static const struct snap_field stats_fields[] = {
+	{ NULL, SNAP_F_NAMED, 0, 0, 0, 0 },
+};
+
+const struct snap_part snap_stats_part = {
+	.name = "stats",
+	.size = sizeof(struct snap_stats),
+	.fields = stats_fields,
+	.nr_fields = 1,
+};

@@ -144,6 +144,9 @@ static const char *mp_state_name(uint32_t s)
 static void print_vcpu(const struct snap *s, unsigned i)
 {
 	const struct snap_vcpu *v = &s->vcpu[i];
+	const struct snap_stats *st = snap_part_state(s, &snap_stats_part, (int)i);
+	const struct pmu_vcpu_state *pmu = snap_part_state(s, &pmu_vcpu_part, (int)i);
+	const struct pmu_caps *caps = snap_part_state(s, &pmu_caps_part, -1);
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
 	uint64_t exits = 0;
@@ -151,29 +154,48 @@ static void print_vcpu(const struct snap *s, unsigned i)
 
 	memcpy(&regs, v->regs.p, sizeof(regs));
 	memcpy(&sregs, v->sregs.p, sizeof(sregs));
-	for (unsigned k = 0; k < v->stats.n; k++)
-		if (!strcmp(v->stats.s[k].name, "exits"))
-			exits = v->stats.s[k].value;
+	for (unsigned k = 0; st && k < st->n; k++)
+		if (!strcmp(st->s[k].name, "exits"))
+			exits = st->s[k].value;
 	printf("vCPU %u: rip 0x%llx in ring %u, %s, %u MSRs, %" PRIu64 " exits\n", i,
 	       (unsigned long long)regs.rip, sregs.cs.selector & 3, mp_state_name(v->mp_state),
 	       v->msrs.len / 16, exits);
-	if (!s->pmu)
+	if (!s->pmu || !pmu || !caps)
 		return;
-	for (unsigned c = 0; c < s->pmu_caps.nr_counters; c++) {
+	for (unsigned c = 0; c < caps->nr_counters; c++) {
 		const struct pmu_event_info *ev =
-			pmu_event_info((uint32_t)(v->pmu.cfg[c] & PV_PMU_CFG_EVENT_MASK));
+			pmu_event_info((uint32_t)(pmu->cfg[c] & PV_PMU_CFG_EVENT_MASK));
 
-		if (!(v->pmu.cfg[c] & PV_PMU_CFG_EN))
+		if (!(pmu->cfg[c] & PV_PMU_CFG_EN))
 			continue;
-		printf("  PV PMU counter %u: %s = %" PRIu64 "%s%s\n", c, ev ? ev->name : "?", v->pmu.value[c],
-		       (v->pmu.global_ctrl >> c & 1) ? "" : " (stopped in GLOBAL_CTRL)",
-		       (v->pmu.cfg[c] & PV_PMU_CFG_INT) ? ", interrupts on overflow" : "");
+		printf("  PV PMU counter %u: %s = %" PRIu64 "%s%s\n", c, ev ? ev->name : "?", pmu->value[c],
+		       (pmu->global_ctrl >> c & 1) ? "" : " (stopped in GLOBAL_CTRL)",
+		       (pmu->cfg[c] & PV_PMU_CFG_INT) ? ", interrupts on overflow" : "");
 		used++;
 	}
 	printf("  PV PMU: %u counters in use, GLOBAL_STATUS 0x%" PRIx64 ", PMI %s%s, page %s\n", used,
-	       v->pmu.status, (v->pmu.pmi_cfg & PV_PMU_PMI_MODE_VECTOR) ? "as a vector" : "as NMI",
-	       v->pmu.pmi_pending ? " (one pending)" : "",
-	       (v->pmu.page & PV_PMU_PAGE_ENABLE) ? "registered" : "off");
+	       pmu->status, (pmu->pmi_cfg & PV_PMU_PMI_MODE_VECTOR) ? "as a vector" : "as NMI",
+	       pmu->pmi_pending ? " (one pending)" : "",
+	       (pmu->page & PV_PMU_PAGE_ENABLE) ? "registered" : "off");
+}
+
+/* One line: what each device part says of itself, in the schema's order. */
+static void print_devices(const struct snap *s)
+{
+	const char *sep = "";
+
+	printf("devices: ");
+	for (unsigned k = 0; k < s->schema->nr_devices; k++) {
+		const struct snap_part *p = s->schema->devices[k];
+		char words[128];
+
+		if (!p->describe || !s->dev[k])
+			continue;
+		p->describe(s->dev[k], words, sizeof(words));
+		printf("%s%s", sep, words);
+		sep = ", ";
+	}
+	printf("\n");
 }
 
 int snap_cmd_info(int argc, char **argv)
@@ -216,7 +238,7 @@ int snap_cmd_info(int argc, char **argv)
 		goto out;
 	}
 	if (snapio_read_file(path, SNAP_MAX_STATE_SIZE, &blob, &len, &err) ||
-	    snap_parse(blob, len, s, &err)) {
+	    snap_parse(blob, len, vm_snap_schema(), s, &err)) {
 		fprintf(stderr, "perfvisor snapshot-info: %s: %s\n", dir, err.msg);
 		goto out;
 	}
@@ -256,12 +278,12 @@ int snap_cmd_info(int argc, char **argv)
 		printf("profile: off\n");
 	printf("memory: %s, %" PRIu64 " bytes, checksum %016" PRIx64 " (%s)\n", SNAP_MEMORY_FILE, s->mem_size,
 	       s->mem_checksum, verify ? "verified" : "not verified: --verify");
-	printf("devices: serial 16550A (%u input bytes pending), test device (%" PRIu64 " prints), i8042\n",
-	       s->serial.rx_count, s->testdev.prints);
+	print_devices(s);
 	for (unsigned i = 0; i < s->nr_vcpus; i++)
 		print_vcpu(s, i);
 	rc = 0;
 out:
+	snap_fini(s);
 	free(blob);
 	free(s);
 	return rc;

@@ -163,6 +163,55 @@ static void save_stats(struct vm *vm, enum pv_stats_record rec, unsigned idx, st
 	}
 }
 
+/* A new state for `part` in *slot, filled by the caller. */
+static void *new_state(const struct snap_part *part, void **slot)
+{
+	*slot = calloc(1, part->size);
+	return *slot;
+}
+
+/* The components' parts: each device's, the PV PMU's and the statistics'. -ENOMEM. */
+static int save_parts(struct vm *vm, struct snap *s, const struct save_ctx *c)
+{
+	const struct snap_schema *sc = vm_snap_schema();
+	void *st;
+
+	s->schema = sc;
+	s->owns_parts = true; /* snap_fini frees them */
+	for (unsigned k = 0; k < sc->nr_devices; k++)
+		for (unsigned d = 0; d < vm->nr_devs; d++) {
+			if (vm->devs[d].desc->state != sc->devices[k])
+				continue;
+			if (!(st = new_state(sc->devices[k], &s->dev[k])))
+				return -ENOMEM;
+			vm->devs[d].desc->save(vm->devs[d].dev, st);
+		}
+	for (unsigned k = 0; k < sc->nr_vm; k++) {
+		if (sc->vm[k] == &pmu_caps_part && s->pmu) {
+			if (!(st = new_state(sc->vm[k], &s->vm[k])))
+				return -ENOMEM;
+			memcpy(st, &vm->pmu.caps, sizeof(vm->pmu.caps));
+		} else if (sc->vm[k] == &snap_stats_part) {
+			if (!(st = new_state(sc->vm[k], &s->vm[k])))
+				return -ENOMEM;
+			save_stats(vm, PV_STATS_RECORD_VM, 0, st);
+		}
+	}
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		for (unsigned k = 0; k < sc->nr_vcpu; k++) {
+			if (sc->vcpu[k] == &pmu_vcpu_part && s->pmu) {
+				if (!(st = new_state(sc->vcpu[k], &s->vcpu[i].part[k])))
+					return -ENOMEM;
+				memcpy(st, &c->vs[i].pmu, sizeof(c->vs[i].pmu));
+			} else if (sc->vcpu[k] == &snap_stats_part) {
+				if (!(st = new_state(sc->vcpu[k], &s->vcpu[i].part[k])))
+					return -ENOMEM;
+				save_stats(vm, PV_STATS_RECORD_VCPU, i, st);
+			}
+		}
+	return 0;
+}
+
 static void blob(struct snap_bytes *b, const void *p, size_t len)
 {
 	b->p = p;
@@ -214,15 +263,8 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 	blob(&s->pic_master, &chip[0].chip, sizeof(chip[0].chip));
 	blob(&s->pic_slave, &chip[1].chip, sizeof(chip[1].chip));
 	blob(&s->ioapic, &chip[2].chip, sizeof(chip[2].chip));
-	serial_save(vm->serial, &s->serial);
-	testdev_get_counters(vm->testdev, &s->testdev);
-	i8042_save(vm->i8042, &s->i8042);
-	pthread_mutex_lock(&vm->fwcfg_lock);
-	s->fwcfg = vm->fwcfg;
-	pthread_mutex_unlock(&vm->fwcfg_lock);
-	if (s->pmu)
-		s->pmu_caps = vm->pmu.caps;
-	save_stats(vm, PV_STATS_RECORD_VM, 0, &s->vm_stats);
+	if (save_parts(vm, s, c))
+		return errbuf_set(err, -ENOMEM, "snapshot: out of memory");
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
 		struct snap_vcpu *sv = &s->vcpu[i];
 		struct vcpu_save *vs = &c->vs[i];
@@ -238,8 +280,6 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 		blob(&sv->msrs, vs->msrs, vs->nr_msrs * sizeof(*vs->msrs));
 		blob(&sv->cpuid, v->cpuid->entries, v->cpuid->nent * sizeof(v->cpuid->entries[0]));
 		sv->mp_state = vs->mp.mp_state;
-		sv->pmu = vs->pmu;
-		save_stats(vm, PV_STATS_RECORD_VCPU, i, &sv->stats);
 	}
 	return 0;
 }
@@ -293,6 +333,8 @@ out:
 	free(c.vs);
 	free((void *)c.msr_index);
 	free(state);
+	if (s)
+		snap_fini(s);
 	free(s);
 	return rc;
 }
@@ -348,7 +390,7 @@ int vm_restore_load(struct vm *vm, struct errbuf *err)
 				    "no " SNAP_STATE_FILE ": not a perfvisor snapshot directory");
 	rc = snapio_read_file(path, SNAP_MAX_STATE_SIZE, &vm->restored_blob, &len, &e);
 	if (!rc)
-		rc = snap_parse(vm->restored_blob, len, s, &e);
+		rc = snap_parse(vm->restored_blob, len, vm_snap_schema(), s, &e);
 	if (rc)
 		return restore_fail(vm, err, rc, e.msg);
 	snprintf(path, sizeof(path), "%s/%s", vm->cfg.restore, SNAP_MEMORY_FILE);
@@ -548,13 +590,14 @@ int vm_restore_state(struct vm *vm, struct errbuf *err)
 	}
 	if (ioctl(vm->fd, KVM_SET_PIT2, s->pit.p) < 0)
 		return errbuf_set(err, -errno, "restore: KVM_SET_PIT2: %s", strerror(errno));
-	/* snap_parse checked the device states; these cannot fail. */
-	serial_restore(vm->serial, &s->serial);
-	testdev_set_counters(vm->testdev, &s->testdev);
-	i8042_restore(vm->i8042, &s->i8042);
-	/* The items follow this machine (CPUs, RAM); the guest's place in them comes back. */
-	fwcfg_select(&vm->fwcfg, s->fwcfg.selector);
-	vm->fwcfg.offset = s->fwcfg.offset;
+	/* The devices' states; snap_parse checked them (their own checks), so a refusal is a bug. */
+	for (unsigned d = 0; d < vm->nr_devs; d++) {
+		const struct dev_desc *desc = vm->devs[d].desc;
+		const void *st = desc->state ? snap_part_state(s, desc->state, -1) : NULL;
+
+		if (st && desc->load(vm->devs[d].dev, st))
+			return restore_fail(vm, err, -EINVAL, "a device state the device refuses");
+	}
 	return 0;
 }
 
@@ -606,18 +649,20 @@ int vm_restore_stats(struct vm *vm, struct errbuf *err)
 	const struct snap *s = vm->restored;
 	const char *why;
 
+	const struct pmu_caps *caps = snap_part_state(s, &pmu_caps_part, -1);
+
 	/* The PMU's capabilities are complete only now (class 3 comes from KVM's stats). */
-	if (s->pmu && !pmu_caps_equal(&s->pmu_caps, &vm->pmu.caps, &why))
+	if (s->pmu && !pmu_caps_equal(caps, &vm->pmu.caps, &why))
 		return errbuf_set(
 			err, -EINVAL,
 			"snapshot %s: this host's PV PMU differs from the snapshot's (%s): restore on a "
 			"host like the one it was taken on",
 			vm->cfg.restore, why);
-	restore_record(vm, PV_STATS_RECORD_VM, 0, &s->vm_stats);
+	restore_record(vm, PV_STATS_RECORD_VM, 0, snap_part_state(s, &snap_stats_part, -1));
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		restore_record(vm, PV_STATS_RECORD_VCPU, i, &s->vcpu[i].stats);
+		restore_record(vm, PV_STATS_RECORD_VCPU, i, snap_part_state(s, &snap_stats_part, (int)i));
 		if (s->pmu)
-			vm->vcpus[i].restore_pmu = &s->vcpu[i].pmu;
+			vm->vcpus[i].restore_pmu = snap_part_state(s, &pmu_vcpu_part, (int)i);
 	}
 	return 0;
 }
@@ -636,6 +681,8 @@ void vm_restore_free(struct vm *vm)
 	if (vm->restored_memfd >= 0)
 		close(vm->restored_memfd);
 	vm->restored_memfd = -1;
+	if (vm->restored)
+		snap_fini(vm->restored);
 	free(vm->restored);
 	free(vm->restored_blob);
 	vm->restored = NULL;

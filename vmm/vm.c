@@ -250,7 +250,7 @@ static void feed_stdin(struct vm *vm, struct pollfd *p)
 	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
 
 	if (n > 0)
-		serial_push_input(vm->serial, buf, (size_t)n);
+		serial_push_input(vm_device(vm, &dev_serial), buf, (size_t)n);
 	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
 		p->fd = -1; /* EOF: stop polling stdin */
 }

@@ -143,6 +143,16 @@ struct api {
 	uint64_t requests, bad_requests;
 };
 
+#define VM_MAX_DEVICES 16
+
+/* A device of the machine: its declaration, the device, and the host services it was given. */
+struct vm_dev {
+	const struct dev_desc *desc;
+	void *dev;
+	struct dev_host host; /* opaque: this struct */
+	struct vm *vm;
+};
+
 struct vm {
 	struct vm_config cfg;
 	struct kvm_sys kvm;
@@ -152,13 +162,8 @@ struct vm {
 	struct boot_result boot; /* the kernel's protocol and entry state (boot.c) */
 	struct bus bus;
 	struct console console;
-	struct dev_host host;
-	struct serial *serial;
-	struct testdev *testdev;
-	struct i8042 *i8042;
-	struct fwcfg fwcfg; /* plain state; accesses under fwcfg_lock */
-	pthread_mutex_t fwcfg_lock;
-	bool fwcfg_lock_ok;
+	struct vm_dev devs[VM_MAX_DEVICES]; /* devices/table.c's, in its order (vm_devices.c) */
+	unsigned nr_devs;
 	struct ratelimit unhandled_rl[BUS_NR_SPACES]; /* one per space: a port flood cannot hide MMIO */
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
@@ -223,6 +228,8 @@ void console_write(struct console *c, const void *buf, size_t len);
 /* devices glue (vm_devices.c) */
 int vm_devices_create(struct vm *vm, struct errbuf *err);
 void vm_devices_destroy(struct vm *vm);
+/* The device made from `desc`, or NULL. */
+void *vm_device(const struct vm *vm, const struct dev_desc *desc);
 
 /* vcpu.c */
 int vcpu_init(struct vm *vm, struct vcpu *v, unsigned index, struct errbuf *err);

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdio.h>
 
+#include "devices/devices.h"
 #include "machine/machine.h"
 #include "perfvisor/bootinfo.h"
 #include "pmu/pmu.h"
@@ -75,6 +76,13 @@ struct vm_config {
 int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out);
 /* Usage text of `perfvisor run`. */
 extern const char cli_run_usage[];
+
+/*
+ * The parts of this VM's snapshot besides KVM's state (snapschema.c): the
+ * devices' (devices/table.c), the PV PMU's and the statistics'. Any thread.
+ */
+struct snap_schema;
+const struct snap_schema *vm_snap_schema(void);
 
 /* `perfvisor snapshot ...` and `perfvisor snapshot-info ...` (snapcmd.c): argv[0] is the command. */
 int snap_cmd_snapshot(int argc, char **argv);
