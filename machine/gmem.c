@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -104,4 +105,19 @@ void *gmem_hva(const struct gmem *m, uint64_t gpa, uint64_t len)
 	if (gpa > m->size || len > m->size - gpa)
 		return NULL;
 	return m->hva + gpa;
+}
+
+uint64_t gmem_resident_bytes(const struct gmem *m)
+{
+	size_t pages = m->size / 4096;
+	unsigned char *vec = malloc(pages ? pages : 1);
+	uint64_t n = 0;
+
+	if (!vec)
+		return 0;
+	if (mincore(m->hva, m->size, vec) == 0)
+		for (size_t i = 0; i < pages; i++)
+			n += vec[i] & 1;
+	free(vec);
+	return n * 4096;
 }

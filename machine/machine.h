@@ -101,6 +101,8 @@ int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
 void gmem_fini(struct gmem *m);
 /* Host pointer for [gpa, gpa+len) if it lies entirely in RAM, else NULL. Any thread. */
 void *gmem_hva(const struct gmem *m, uint64_t gpa, uint64_t len);
+/* Bytes of guest RAM resident in host memory (mincore), 0 if unknown. Any thread. */
+uint64_t gmem_resident_bytes(const struct gmem *m);
 
 /* ---- loaders (loader.c, loader_mb.c, loader_linux.c) ------------------- */
 struct loader_info {

@@ -4,7 +4,7 @@
  * speaking JSON lines. The main thread polls it with everything else, so
  * requests are served between guest events without another thread.
  */
-#include "vm_internal.h"
+#include "api.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -82,7 +82,8 @@ int api_init(struct api *api, const char *path, struct errbuf *err)
 
 void api_fini(struct api *api)
 {
-	for (int i = 0; i < API_MAX_CLIENTS; i++)
+	/* Clients exist only while it listens (a VM that failed before api_init has neither). */
+	for (int i = 0; i < API_MAX_CLIENTS && api->listen_fd >= 0; i++)
 		if (api->client[i].fd >= 0)
 			close(api->client[i].fd);
 	if (api->listen_fd >= 0) {
@@ -137,25 +138,26 @@ static void api_send(int cfd, json_t *reply, int fd)
 
 #define api_error api_error_reply
 
-static json_t *api_query(struct vm *vm)
+static json_t *api_query(const struct api_env *e)
 {
+	const struct vm_machine *m = &e->snap->machine;
+
 	return json_pack("{s:b, s:I, s:s, s:s, s:i, s:I, s:s, s:I, s:s, s:b}", "ok", 1, "pid",
-			 (json_int_t)getpid(), "name", vm->cfg.name ? vm->cfg.name : "", "kernel",
-			 vm->cfg.kernel, "vcpus", (int)vm->nr_vcpus, "memory_bytes", (json_int_t)vm->mem.size,
-			 "state", atomic_load(&vm->paused) ? "paused" : "running", "uptime_ns",
-			 (json_int_t)(util_now_ns() - vm->start_ns), "host",
-			 host_kind_name(vm->kvm_host.kind), "host_nested",
-			 (vm->kvm_host.flags & PV_HOST_NESTED) != 0);
+			 (json_int_t)getpid(), "name", e->name ? e->name : "", "kernel", m->kernel, "vcpus",
+			 (int)m->nr_vcpus, "memory_bytes", (json_int_t)e->snap->mem->size, "state",
+			 vmctl_paused(e->ctl) ? "paused" : "running", "uptime_ns",
+			 (json_int_t)(util_now_ns() - vm_stats_start_ns(e->stats)), "host",
+			 host_kind_name(m->host.kind), "host_nested", (m->host.flags & PV_HOST_NESTED) != 0);
 }
 
 /* {"cmd":"snapshot","dir":"/abs/path"[,"then":"resume"|"stop"]} (docs/api.md, docs/snapshot.md) */
-static json_t *api_snapshot(struct vm *vm, const struct api_request *r)
+static json_t *api_snapshot(const struct api_env *e, const struct api_request *r)
 {
 	const char *then = r->stop_after ? "stop" : "resume";
 	struct vm_snapshot_result res;
 	struct errbuf err;
 
-	if (vm_snapshot(vm, r->dir, r->stop_after, &res, &err))
+	if (vm_snapshot(e->snap, r->dir, r->stop_after, &res, &err))
 		return api_error("%s", err.msg);
 	return json_pack("{s:b, s:s, s:s, s:I, s:I, s:I, s:I, s:s}", "ok", 1, "dir", r->dir, "then", then,
 			 "paused_ns", (json_int_t)res.paused_ns, "memory_ns", (json_int_t)res.memory_ns,
@@ -164,13 +166,14 @@ static json_t *api_snapshot(struct vm *vm, const struct api_request *r)
 }
 
 /* {"cmd":"profile"[,"top":N]}: the profile so far (docs/profiling.md, docs/api.md) */
-static json_t *api_profile(struct vm *vm, const struct api_request *r)
+static json_t *api_profile(const struct api_env *e, const struct api_request *r)
 {
-	json_t *p = vm_profile_json(vm), *top, *reply;
+	json_t *p = vm_profile_json(e->prof), *top, *reply;
 
 	if (!p)
-		return vm->prof.spec.n ? api_error("profile: out of memory")
-				       : api_error("this VM is not profiled (perfvisor run --profile)");
+		return vm_profile_on(e->prof)
+			       ? api_error("profile: out of memory")
+			       : api_error("this VM is not profiled (perfvisor run --profile)");
 	top = prof_top_json(p, r->top);
 	reply = json_pack("{s:b, s:O, s:O, s:O, s:O, s:O, s:o*}", "ok", 1, "spec", json_object_get(p, "spec"),
 			  "samples", json_object_get(p, "samples"), "unknown", json_object_get(p, "unknown"),
@@ -180,23 +183,23 @@ static json_t *api_profile(struct vm *vm, const struct api_request *r)
 	return reply ? reply : api_error("profile: out of memory");
 }
 
-static void api_handle_line(struct vm *vm, int cfd, const char *line)
+static void api_handle_line(struct api *api, const struct api_env *e, int cfd, const char *line)
 {
 	struct api_request r;
 	json_t *err = api_parse_request(line, &r);
 
-	vm->api.requests++;
+	api->requests++;
 	if (err) {
-		vm->api.bad_requests++;
+		api->bad_requests++;
 		api_send(cfd, err, -1);
 		return;
 	}
 	switch (r.cmd) {
 	case API_QUERY:
-		api_send(cfd, api_query(vm), -1);
+		api_send(cfd, api_query(e), -1);
 		break;
 	case API_STATS_FD: {
-		int fd = stats_region_open_ro(vm->stats);
+		int fd = stats_region_open_ro(vm_stats_region(e->stats));
 
 		if (fd < 0) {
 			api_send(cfd, api_error("cannot open the statistics region: %s", strerror(errno)),
@@ -208,18 +211,18 @@ static void api_handle_line(struct vm *vm, int cfd, const char *line)
 		break;
 	}
 	case API_PAUSE:
-		vm_pause(vm);
+		vmctl_pause(e->ctl);
 		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "paused"), -1);
 		break;
 	case API_RESUME:
-		vm_resume(vm);
+		vmctl_resume(e->ctl);
 		api_send(cfd, json_pack("{s:b, s:s}", "ok", 1, "state", "running"), -1);
 		break;
 	case API_SNAPSHOT:
-		api_send(cfd, api_snapshot(vm, &r), -1);
+		api_send(cfd, api_snapshot(e, &r), -1);
 		break;
 	case API_PROFILE:
-		api_send(cfd, api_profile(vm, &r), -1);
+		api_send(cfd, api_profile(e, &r), -1);
 		break;
 	case API_BAD:
 		break;
@@ -233,7 +236,7 @@ static void api_drop(struct api_client *c)
 	c->len = 0;
 }
 
-static void api_read_client(struct vm *vm, struct api_client *c)
+static void api_read_client(struct api *api, const struct api_env *e, struct api_client *c)
 {
 	ssize_t n = read(c->fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
 	char *nl;
@@ -250,12 +253,12 @@ static void api_read_client(struct vm *vm, struct api_client *c)
 
 		*nl = '\0';
 		if (nl > c->buf)
-			api_handle_line(vm, c->fd, c->buf);
+			api_handle_line(api, e, c->fd, c->buf);
 		memmove(c->buf, c->buf + used, c->len - used);
 		c->len -= used;
 	}
 	if (c->len == sizeof(c->buf) - 1) {
-		vm->api.bad_requests++;
+		api->bad_requests++;
 		api_send(c->fd, api_error("request longer than %zu bytes", sizeof(c->buf) - 1), -1);
 		api_drop(c);
 	}
@@ -310,9 +313,8 @@ static void api_expire(struct api *api, uint64_t now)
 	}
 }
 
-void api_service(struct vm *vm, const struct pollfd *p, int n)
+void api_service(struct api *api, const struct api_env *e, const struct pollfd *p, int n)
 {
-	struct api *api = &vm->api;
 	uint64_t now = util_now_ns();
 
 	if (n == 0)
@@ -338,7 +340,7 @@ void api_service(struct vm *vm, const struct pollfd *p, int n)
 	for (int i = 1; i < n; i++)
 		if (p[i].fd >= 0 && (p[i].revents & (POLLIN | POLLHUP | POLLERR))) {
 			api->client[i - 1].last_ns = now;
-			api_read_client(vm, &api->client[i - 1]);
+			api_read_client(api, e, &api->client[i - 1]);
 		}
 	api_expire(api, util_now_ns());
 }

@@ -4,19 +4,19 @@
  * stdout, a file, or nowhere. One lock keeps lines from different vCPUs
  * from interleaving inside a single write.
  */
-#include "vm_internal.h"
+#include "console.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-int console_init(struct console *c, const struct vm_config *cfg, struct errbuf *err)
+int console_init(struct console *c, enum console_kind kind, const char *path, struct errbuf *err)
 {
 	c->fd = -1;
 	c->owned = false;
 	pthread_mutex_init(&c->lock, NULL);
-	switch (cfg->console) {
+	switch (kind) {
 	case CONSOLE_STDIO:
 		c->fd = STDOUT_FILENO;
 		return 0;
@@ -27,12 +27,11 @@ int console_init(struct console *c, const struct vm_config *cfg, struct errbuf *
 		 * Non-blocking open: a FIFO without a reader is an error (ENXIO), not
 		 * a hang before the signals are served; writes block again after.
 		 */
-		c->fd = open(cfg->console_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
+		c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0644);
 		if (c->fd < 0 && errno == ENXIO)
-			return errbuf_set(err, -ENXIO, "console '%s' is a FIFO that nobody reads",
-					  cfg->console_path);
+			return errbuf_set(err, -ENXIO, "console '%s' is a FIFO that nobody reads", path);
 		if (c->fd < 0)
-			return errbuf_set(err, -errno, "cannot open console file '%s': %s", cfg->console_path,
+			return errbuf_set(err, -errno, "cannot open console file '%s': %s", path,
 					  strerror(errno));
 		fcntl(c->fd, F_SETFL, fcntl(c->fd, F_GETFL) & ~O_NONBLOCK);
 		c->owned = true;

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Opening /dev/kvm: API version, every capability perfvisor relies on (one
- * clear error each), the vCPU mmap size and the CPUID KVM supports.
+ * clear error each), the vCPU mmap size and the CPUID KVM supports; the
+ * VM's creation; the MSR list and XSAVE size a snapshot needs.
  */
-#include "vm_internal.h"
+#include "kvm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -92,4 +93,68 @@ void kvmsys_close(struct kvm_sys *k)
 	if (k->fd >= 0)
 		close(k->fd);
 	k->fd = -1;
+}
+
+/* Three pages below the BIOS area, unused by guests. */
+#define TSS_ADDR 0xfffbd000ULL
+
+int kvmsys_create_vm(const struct kvm_sys *k, const struct gmem *mem, unsigned nr_vcpus, int *vm_fd,
+		     struct errbuf *err)
+{
+	struct kvm_userspace_memory_region region;
+	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
+	int fd;
+
+	*vm_fd = -1;
+	if (nr_vcpus > (unsigned)k->max_vcpus)
+		return errbuf_set(err, -EINVAL, "--cpus %u exceeds this KVM's limit of %d vCPUs", nr_vcpus,
+				  k->max_vcpus);
+	fd = ioctl(k->fd, KVM_CREATE_VM, 0);
+	if (fd < 0)
+		return errbuf_set(err, -errno, "KVM_CREATE_VM: %s", strerror(errno));
+	*vm_fd = fd;
+	if (ioctl(fd, KVM_SET_TSS_ADDR, (unsigned long)TSS_ADDR) < 0)
+		return errbuf_set(err, -errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
+	if (ioctl(fd, KVM_CREATE_IRQCHIP, 0) < 0)
+		return errbuf_set(err, -errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
+	if (ioctl(fd, KVM_CREATE_PIT2, &pit) < 0)
+		return errbuf_set(err, -errno, "KVM_CREATE_PIT2: %s", strerror(errno));
+	region = (struct kvm_userspace_memory_region){
+		.slot = 0,
+		.guest_phys_addr = 0,
+		.memory_size = mem->size,
+		.userspace_addr = (uintptr_t)mem->hva,
+	};
+	if (ioctl(fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+		return errbuf_set(err, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+	return 0;
+}
+
+int kvmsys_msr_index_list(const struct kvm_sys *k, uint32_t **out, uint32_t *n, struct errbuf *err)
+{
+	struct kvm_msr_list probe = { .nmsrs = 0 }, *l;
+
+	if (ioctl(k->fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG)
+		return errbuf_set(err, -errno, "snapshot: KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
+	l = calloc(1, sizeof(*l) + probe.nmsrs * sizeof(uint32_t));
+	if (!l)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	l->nmsrs = probe.nmsrs;
+	if (ioctl(k->fd, KVM_GET_MSR_INDEX_LIST, l) < 0) {
+		free(l);
+		return errbuf_set(err, -errno, "snapshot: KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
+	}
+	*n = l->nmsrs;
+	*out = malloc((l->nmsrs ? l->nmsrs : 1) * sizeof(uint32_t));
+	if (*out)
+		memcpy(*out, l->indices, l->nmsrs * sizeof(uint32_t));
+	free(l);
+	return *out ? 0 : errbuf_set(err, -ENOMEM, "out of memory");
+}
+
+uint32_t kvmsys_xsave_size(int vm_fd)
+{
+	int n = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);
+
+	return n > (int)sizeof(struct kvm_xsave) ? (uint32_t)n : (uint32_t)sizeof(struct kvm_xsave);
 }

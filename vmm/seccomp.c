@@ -8,7 +8,7 @@
  * KVM_RUN (vm.c). A denied call ends the VM with a message naming the call
  * and the thread (docs/security.md).
  */
-#include "vm_internal.h"
+#include "seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>

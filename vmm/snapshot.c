@@ -1,13 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * Snapshot and restore, the VMM side (docs/snapshot.md). A snapshot
- * pauses every vCPU at a clean point, has each one save its KVM and PV PMU
- * state on its own thread, adds the irqchip, PIT, clock, devices and the
- * statistics, and writes the directory atomically (snapio.c) with the
- * state file (snapfmt.c). A restore reads and checks everything before the
- * VM is built, then applies it in the order KVM needs.
+ * Snapshot and restore, the VMM side (snapshot.h, docs/snapshot.md): KVM's
+ * state of each vCPU (saved on its own thread while it is parked) and of
+ * the VM, the parts list's states, the memory file; and back, in the
+ * order KVM needs.
  */
-#include "vm_internal.h"
+#include "snapshot.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +33,6 @@ struct vcpu_save {
 	uint8_t *xsave;
 	struct kvm_msr_entry *msrs;
 	uint32_t nr_msrs, msrs_skipped;
-	struct pmu_vcpu_state pmu;
 	bool done; /* the vCPU's thread ran save_vcpu */
 	int rc;
 	char what[96];
@@ -46,6 +43,8 @@ struct save_ctx {
 	const uint32_t *msr_index;
 	uint32_t nr_msr_index;
 	uint32_t xsave_len; /* KVM_CAP_XSAVE2 size, or 4096 */
+	const struct vm_parts *parts;
+	struct snap *s; /* each vCPU fills its per-vCPU parts' states (allocated by the main thread) */
 };
 
 /* Every MSR of the list KVM can read; one it cannot read here is skipped. */
@@ -114,102 +113,63 @@ static void save_vcpu(struct vcpu *v, void *arg)
 		if (s->rc)
 			snprintf(s->what, sizeof(s->what), "KVM_GET_MSRS: %s", strerror(-s->rc));
 	}
-	if (v->pmu.vm)
-		pmu_vcpu_save(&v->pmu, &s->pmu);
-	/* The kvm.* mirror as of now, not of the last refresh. */
-	vm_stats_kvm_refresh(v, util_now_ns(), true);
+	/* Its parts, here on its own thread: the PMU syncs its counters, the statistics their KVM mirror. */
+	for (unsigned k = 0; k < c->s->schema->nr_vcpu; k++) {
+		const struct vm_part *p = vm_parts_find(c->parts, c->s->schema->vcpu[k], true);
+		void *st = c->s->vcpu[v->index].part[k];
+
+		if (p && st)
+			p->save_vcpu(p->obj, v->index, st);
+	}
 	s->done = true;
 }
 
-static int msr_index_list(struct vm *vm, uint32_t **out, uint32_t *n, struct errbuf *err)
-{
-	struct kvm_msr_list probe = { .nmsrs = 0 }, *l;
-
-	if (ioctl(vm->kvm.fd, KVM_GET_MSR_INDEX_LIST, &probe) < 0 && errno != E2BIG)
-		return errbuf_set(err, -errno, "snapshot: KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
-	l = calloc(1, sizeof(*l) + probe.nmsrs * sizeof(uint32_t));
-	if (!l)
-		return errbuf_set(err, -ENOMEM, "out of memory");
-	l->nmsrs = probe.nmsrs;
-	if (ioctl(vm->kvm.fd, KVM_GET_MSR_INDEX_LIST, l) < 0) {
-		free(l);
-		return errbuf_set(err, -errno, "snapshot: KVM_GET_MSR_INDEX_LIST: %s", strerror(errno));
-	}
-	*n = l->nmsrs;
-	*out = malloc((l->nmsrs ? l->nmsrs : 1) * sizeof(uint32_t));
-	if (*out)
-		memcpy(*out, l->indices, l->nmsrs * sizeof(uint32_t));
-	free(l);
-	return *out ? 0 : errbuf_set(err, -ENOMEM, "out of memory");
-}
-
-static uint32_t xsave_size(struct vm *vm)
-{
-	int n = ioctl(vm->fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);
-
-	return n > (int)sizeof(struct kvm_xsave) ? (uint32_t)n : (uint32_t)sizeof(struct kvm_xsave);
-}
-
-/* The cumulative and peak fields of one record, by name. */
-static void save_stats(struct vm *vm, enum pv_stats_record rec, unsigned idx, struct snap_stats *out)
-{
-	for (unsigned i = 0; i < sb_nr_fields(vm->stats) && out->n < SNAP_MAX_STATS; i++) {
-		struct sb_field f;
-		const struct pv_stats_desc *d = sb_field_at(vm->stats, i, &f);
-
-		if (d->record != rec || d->kind == PV_STATS_INSTANT)
-			continue;
-		out->s[out->n++] = (struct snap_stat){ d->name, sb_get(vm->stats, idx, f) };
-	}
-}
-
-/* A new state for `part` in *slot, filled by the caller. */
-static void *new_state(const struct snap_part *part, void **slot)
+/* A new state for `part` in *slot, filled later. */
+static int new_state(const struct snap_part *part, void **slot)
 {
 	*slot = calloc(1, part->size);
-	return *slot;
+	return *slot ? 0 : -ENOMEM;
 }
 
-/* The components' parts: each device's, the PV PMU's and the statistics'. -ENOMEM. */
-static int save_parts(struct vm *vm, struct snap *s, const struct save_ctx *c)
+/*
+ * A state for every part this VM has (s->owns_parts: snap_fini frees
+ * them); the VM-wide ones filled now (main thread, VM paused), the
+ * per-vCPU ones by each vCPU on its own thread (save_vcpu).
+ */
+static int alloc_parts(const struct vm_snapshot_env *e, struct snap *s)
 {
 	const struct snap_schema *sc = vm_snap_schema();
-	void *st;
+	const struct vm_part *p;
 
 	s->schema = sc;
-	s->owns_parts = true; /* snap_fini frees them */
+	s->owns_parts = true;
 	for (unsigned k = 0; k < sc->nr_devices; k++)
-		for (unsigned d = 0; d < vm->nr_devs; d++) {
-			if (vm->devs[d].desc->state != sc->devices[k])
-				continue;
-			if (!(st = new_state(sc->devices[k], &s->dev[k])))
+		if ((p = vm_parts_find(e->parts, sc->devices[k], false)) &&
+		    new_state(sc->devices[k], &s->dev[k]))
+			return -ENOMEM;
+	for (unsigned k = 0; k < sc->nr_vm; k++)
+		if ((p = vm_parts_find(e->parts, sc->vm[k], false)) && new_state(sc->vm[k], &s->vm[k]))
+			return -ENOMEM;
+	for (unsigned i = 0; i < e->machine.nr_vcpus; i++)
+		for (unsigned k = 0; k < sc->nr_vcpu; k++)
+			if (vm_parts_find(e->parts, sc->vcpu[k], true) &&
+			    new_state(sc->vcpu[k], &s->vcpu[i].part[k]))
 				return -ENOMEM;
-			vm->devs[d].desc->save(vm->devs[d].dev, st);
-		}
-	for (unsigned k = 0; k < sc->nr_vm; k++) {
-		if (sc->vm[k] == &pmu_caps_part && s->pmu) {
-			if (!(st = new_state(sc->vm[k], &s->vm[k])))
-				return -ENOMEM;
-			memcpy(st, &vm->pmu.caps, sizeof(vm->pmu.caps));
-		} else if (sc->vm[k] == &snap_stats_part) {
-			if (!(st = new_state(sc->vm[k], &s->vm[k])))
-				return -ENOMEM;
-			save_stats(vm, PV_STATS_RECORD_VM, 0, st);
-		}
-	}
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		for (unsigned k = 0; k < sc->nr_vcpu; k++) {
-			if (sc->vcpu[k] == &pmu_vcpu_part && s->pmu) {
-				if (!(st = new_state(sc->vcpu[k], &s->vcpu[i].part[k])))
-					return -ENOMEM;
-				memcpy(st, &c->vs[i].pmu, sizeof(c->vs[i].pmu));
-			} else if (sc->vcpu[k] == &snap_stats_part) {
-				if (!(st = new_state(sc->vcpu[k], &s->vcpu[i].part[k])))
-					return -ENOMEM;
-				save_stats(vm, PV_STATS_RECORD_VCPU, i, st);
-			}
-		}
 	return 0;
+}
+
+/* The VM-wide parts' states: main thread, VM paused. */
+static void save_vm_parts(const struct vm_snapshot_env *e, struct snap *s)
+{
+	const struct snap_schema *sc = s->schema;
+	const struct vm_part *p;
+
+	for (unsigned k = 0; k < sc->nr_devices; k++)
+		if ((p = vm_parts_find(e->parts, sc->devices[k], false)) && s->dev[k])
+			p->save(p->obj, s->dev[k]);
+	for (unsigned k = 0; k < sc->nr_vm; k++)
+		if ((p = vm_parts_find(e->parts, sc->vm[k], false)) && s->vm[k])
+			p->save(p->obj, s->vm[k]);
 }
 
 static void blob(struct snap_bytes *b, const void *p, size_t len)
@@ -219,13 +179,14 @@ static void blob(struct snap_bytes *b, const void *p, size_t len)
 }
 
 /* Everything but guest memory, into s; the vCPUs have saved theirs into c. Main thread. */
-static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm_irqchip chip[3],
-		   struct kvm_pit_state2 *pit, struct errbuf *err)
+static int capture(const struct vm_snapshot_env *e, struct snap *s, struct save_ctx *c,
+		   struct kvm_irqchip chip[3], struct kvm_pit_state2 *pit, struct errbuf *err)
 {
+	const struct vm_machine *m = &e->machine;
 	struct kvm_clock_data clock = { 0 };
 	struct timespec now;
 
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+	for (unsigned i = 0; i < m->nr_vcpus; i++) {
 		if (!c->vs[i].done)
 			return errbuf_set(err, -ESHUTDOWN,
 					  "snapshot: vCPU %u did not save its state (the VM is stopping)", i);
@@ -234,41 +195,40 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 	}
 	for (int i = 0; i < 3; i++) {
 		chip[i].chip_id = (uint32_t)i;
-		if (ioctl(vm->fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
+		if (ioctl(e->vm_fd, KVM_GET_IRQCHIP, &chip[i]) < 0)
 			return errbuf_set(err, -errno, "snapshot: KVM_GET_IRQCHIP %d: %s", i,
 					  strerror(errno));
 	}
-	if (ioctl(vm->fd, KVM_GET_PIT2, pit) < 0)
+	if (ioctl(e->vm_fd, KVM_GET_PIT2, pit) < 0)
 		return errbuf_set(err, -errno, "snapshot: KVM_GET_PIT2: %s", strerror(errno));
-	if (ioctl(vm->fd, KVM_GET_CLOCK, &clock) < 0)
+	if (ioctl(e->vm_fd, KVM_GET_CLOCK, &clock) < 0)
 		return errbuf_set(err, -errno, "snapshot: KVM_GET_CLOCK: %s", strerror(errno));
 	clock_gettime(CLOCK_REALTIME, &now);
 
-	s->nr_vcpus = vm->nr_vcpus;
-	s->mem_size = vm->mem.size;
-	s->pmu = vm->cfg.pmu;
-	s->cpuid_hide = vm->cfg.cpuid_hide;
-	s->host_kind = vm->kvm_host.kind;
-	s->host_flags = vm->kvm_host.flags;
-	s->tsc_khz = vm->tsc_khz;
+	s->nr_vcpus = m->nr_vcpus;
+	s->mem_size = e->mem->size;
+	s->pmu = m->pmu;
+	s->cpuid_hide = m->cpuid_hide;
+	s->host_kind = m->host.kind;
+	s->host_flags = m->host.flags;
+	s->tsc_khz = m->tsc_khz;
 	s->created_ns = (uint64_t)now.tv_sec * 1000000000ULL + (uint64_t)now.tv_nsec;
-	s->kernel = vm->cfg.kernel;
-	s->cmdline = vm->cfg.cmdline;
+	s->kernel = m->kernel;
+	s->cmdline = m->cmdline;
 	s->writer = "perfvisor";
-	s->profile = vm->prof.spec.n ? vm->prof.spec.text : "";
-	s->profile_symbols = vm->prof.spec.n && vm->cfg.symbols ? vm->cfg.symbols : "";
+	s->profile = m->profile;
+	s->profile_symbols = m->profile_symbols;
 	s->clock = clock.clock;
 	s->clock_flags = clock.flags;
 	blob(&s->pit, pit, sizeof(*pit));
 	blob(&s->pic_master, &chip[0].chip, sizeof(chip[0].chip));
 	blob(&s->pic_slave, &chip[1].chip, sizeof(chip[1].chip));
 	blob(&s->ioapic, &chip[2].chip, sizeof(chip[2].chip));
-	if (save_parts(vm, s, c))
-		return errbuf_set(err, -ENOMEM, "snapshot: out of memory");
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+	save_vm_parts(e, s);
+	for (unsigned i = 0; i < m->nr_vcpus; i++) {
 		struct snap_vcpu *sv = &s->vcpu[i];
 		struct vcpu_save *vs = &c->vs[i];
-		struct vcpu *v = &vm->vcpus[i];
+		const struct vcpu *v = &e->vcpus[i];
 
 		blob(&sv->regs, &vs->regs, sizeof(vs->regs));
 		blob(&sv->sregs, &vs->sregs, sizeof(vs->sregs));
@@ -284,9 +244,11 @@ static int capture(struct vm *vm, struct snap *s, struct save_ctx *c, struct kvm
 	return 0;
 }
 
-static int write_snapshot(struct vm *vm, const char *dir, struct vm_snapshot_result *res, struct errbuf *err)
+static int write_snapshot(const struct vm_snapshot_env *e, const char *dir, struct vm_snapshot_result *res,
+			  struct errbuf *err)
 {
-	struct save_ctx c = { 0 };
+	unsigned n = e->machine.nr_vcpus;
+	struct save_ctx c = { .parts = e->parts };
 	struct snap *s = calloc(1, sizeof(*s));
 	struct kvm_irqchip chip[3];
 	struct kvm_pit_state2 pit;
@@ -295,23 +257,24 @@ static int write_snapshot(struct vm *vm, const char *dir, struct vm_snapshot_res
 	size_t state_len = 0;
 	int rc;
 
-	c.vs = calloc(vm->nr_vcpus, sizeof(*c.vs));
-	if (!s || !c.vs) {
+	c.vs = calloc(n, sizeof(*c.vs));
+	c.s = s;
+	if (!s || !c.vs || alloc_parts(e, s)) {
 		rc = errbuf_set(err, -ENOMEM, "out of memory");
 		goto out;
 	}
-	rc = msr_index_list(vm, (uint32_t **)&c.msr_index, &c.nr_msr_index, err);
+	rc = kvmsys_msr_index_list(e->kvm, (uint32_t **)&c.msr_index, &c.nr_msr_index, err);
 	if (rc)
 		goto out;
-	c.xsave_len = xsave_size(vm);
-	vm_on_parked_vcpus(vm, save_vcpu, &c);
-	rc = capture(vm, s, &c, chip, &pit, err);
+	c.xsave_len = kvmsys_xsave_size(e->vm_fd);
+	vmctl_on_parked(e->ctl, save_vcpu, &c);
+	rc = capture(e, s, &c, chip, &pit, err);
 	if (!rc)
 		rc = snapio_begin(&d, dir, err);
 	if (!rc)
 		/* A memfd knows its holes; restored copy-on-write RAM: its file's holes, then what is resident. */
-		rc = snapio_write_memory(&d, vm->mem.hva, vm->mem.size,
-					 vm->mem.fd >= 0 ? vm->mem.fd : vm->mem.src_fd, vm->mem.fd < 0,
+		rc = snapio_write_memory(&d, e->mem->hva, e->mem->size,
+					 e->mem->fd >= 0 ? e->mem->fd : e->mem->src_fd, e->mem->fd < 0,
 					 &s->mem_checksum, err);
 	if (!rc)
 		rc = snap_build(s, &state, &state_len, err);
@@ -321,12 +284,12 @@ static int write_snapshot(struct vm *vm, const char *dir, struct vm_snapshot_res
 	res->memory_ns = d.memory_ns;
 	res->used_uring = d.used_uring;
 	res->state_bytes = state_len;
-	res->memory_bytes = vm->mem.size;
-	if (vm->cfg.verbose && !rc)
-		vm_log(vm, "snapshot %s: %u vCPUs, %u MSRs each (%u unreadable skipped), %zu bytes of state",
-		       dir, vm->nr_vcpus, c.vs[0].nr_msrs, c.vs[0].msrs_skipped, state_len);
+	res->memory_bytes = e->mem->size;
+	if (e->verbose && !rc)
+		vm_log("snapshot %s: %u vCPUs, %u MSRs each (%u unreadable skipped), %zu bytes of state", dir,
+		       n, c.vs[0].nr_msrs, c.vs[0].msrs_skipped, state_len);
 out:
-	for (unsigned i = 0; c.vs && i < vm->nr_vcpus; i++) {
+	for (unsigned i = 0; c.vs && i < n; i++) {
 		free(c.vs[i].xsave);
 		free(c.vs[i].msrs);
 	}
@@ -339,38 +302,55 @@ out:
 	return rc;
 }
 
-int vm_snapshot(struct vm *vm, const char *dir, bool stop_after, struct vm_snapshot_result *res,
-		struct errbuf *err)
+int vm_snapshot(const struct vm_snapshot_env *e, const char *dir, bool stop_after,
+		struct vm_snapshot_result *res, struct errbuf *err)
 {
-	bool was_paused = atomic_load(&vm->paused);
+	bool was_paused = vmctl_paused(e->ctl);
 	uint64_t t0 = util_now_ns();
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (!was_paused)
-		vm_pause(vm);
-	if (atomic_load(&vm->stopping))
+		vmctl_pause(e->ctl);
+	if (vmctl_stopping(e->ctl))
 		return errbuf_set(err, -ESHUTDOWN, "snapshot: the VM is stopping");
-	rc = write_snapshot(vm, dir, res, err);
+	rc = write_snapshot(e, dir, res, err);
 	res->paused_ns = util_now_ns() - t0;
 	if (!rc && stop_after) {
-		vm_log(vm, "stopped after a snapshot to %s", dir);
-		vm_request_stop(vm, 0, "stopped after a snapshot to %s", dir);
+		vm_log("stopped after a snapshot to %s", dir);
+		vmctl_request_stop(e->ctl, 0, "stopped after a snapshot to %s", dir);
 	} else if (!was_paused)
-		vm_resume(vm); /* also after a failed snapshot: the VM carries on */
+		vmctl_resume(e->ctl); /* also after a failed snapshot: the VM carries on */
 	return rc;
 }
 
 /* ---- restore ------------------------------------------------------------------------ */
 
-static int restore_fail(struct vm *vm, struct errbuf *err, int rc, const char *msg)
+static int restore_fail(const char *dir, struct errbuf *err, int rc, const char *msg)
 {
-	return errbuf_set(err, rc, "snapshot %s: %s", vm->cfg.restore, msg);
+	return errbuf_set(err, rc, "snapshot %s: %s", dir, msg);
 }
 
-static int restore_profile(struct vm *vm, const struct snap *s, struct errbuf *err);
+/* The profiling configuration is the VM's: the snapshot's spec again, on this host's counters. */
+static int restore_profile(const char *dir, const struct snap *s, struct vm_config *cfg, struct errbuf *err)
+{
+	struct errbuf e;
 
-int vm_restore_load(struct vm *vm, struct errbuf *err)
+	if (!s->profile || !s->profile[0]) {
+		if (cfg->profile_output || cfg->symbols)
+			return restore_fail(dir, err, -EINVAL,
+					    "--profile-output and --symbols need a snapshot of a profiled VM "
+					    "(perfvisor run --profile)");
+		return 0;
+	}
+	if (prof_spec_parse(s->profile, true, &cfg->prof, &e) || prof_spec_check_host(&cfg->prof, &e))
+		return restore_fail(dir, err, -EINVAL, e.msg);
+	if (!cfg->symbols && s->profile_symbols && s->profile_symbols[0])
+		cfg->symbols = s->profile_symbols;
+	return 0;
+}
+
+int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *err)
 {
 	char path[4200];
 	struct errbuf e;
@@ -379,88 +359,69 @@ int vm_restore_load(struct vm *vm, struct errbuf *err)
 	size_t len;
 	int rc, fd;
 
+	r->dir = cfg->restore;
+	r->memfd = -1;
+	r->snap = s;
 	if (!s)
 		return errbuf_set(err, -ENOMEM, "out of memory");
-	vm->restored = s;
-	if (stat(vm->cfg.restore, &st) < 0 || !S_ISDIR(st.st_mode))
-		return restore_fail(vm, err, -ENOENT, "not a directory");
-	snprintf(path, sizeof(path), "%s/%s", vm->cfg.restore, SNAP_STATE_FILE);
+	if (stat(r->dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return restore_fail(r->dir, err, -ENOENT, "not a directory");
+	snprintf(path, sizeof(path), "%s/%s", r->dir, SNAP_STATE_FILE);
 	if (access(path, F_OK) < 0)
-		return restore_fail(vm, err, -ENOENT,
+		return restore_fail(r->dir, err, -ENOENT,
 				    "no " SNAP_STATE_FILE ": not a perfvisor snapshot directory");
-	rc = snapio_read_file(path, SNAP_MAX_STATE_SIZE, &vm->restored_blob, &len, &e);
+	rc = snapio_read_file(path, SNAP_MAX_STATE_SIZE, &r->blob, &len, &e);
 	if (!rc)
-		rc = snap_parse(vm->restored_blob, len, vm_snap_schema(), s, &e);
+		rc = snap_parse(r->blob, len, vm_snap_schema(), s, &e);
 	if (rc)
-		return restore_fail(vm, err, rc, e.msg);
-	snprintf(path, sizeof(path), "%s/%s", vm->cfg.restore, SNAP_MEMORY_FILE);
+		return restore_fail(r->dir, err, rc, e.msg);
+	snprintf(path, sizeof(path), "%s/%s", r->dir, SNAP_MEMORY_FILE);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return restore_fail(vm, err, -errno, "cannot open the memory file " SNAP_MEMORY_FILE);
+		return restore_fail(r->dir, err, -errno, "cannot open the memory file " SNAP_MEMORY_FILE);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != s->mem_size) {
 		snprintf(e.msg, sizeof(e.msg), "the memory file is %lld bytes, the snapshot's RAM %" PRIu64,
 			 (long long)st.st_size, s->mem_size);
 		close(fd);
-		return restore_fail(vm, err, -EINVAL, e.msg);
+		return restore_fail(r->dir, err, -EINVAL, e.msg);
 	}
-	vm->restored_memfd = fd;
-	vm->nr_vcpus = s->nr_vcpus;
-	vm->cfg.nr_cpus = s->nr_vcpus;
-	vm->cfg.mem_size = s->mem_size;
-	vm->cfg.pmu = s->pmu;
-	vm->cfg.cpuid_hide = s->cpuid_hide;
-	vm->cfg.kernel = s->kernel;
-	vm->cfg.cmdline = s->cmdline;
-	return restore_profile(vm, s, err);
+	r->memfd = fd;
+	cfg->nr_cpus = s->nr_vcpus;
+	cfg->mem_size = s->mem_size;
+	cfg->pmu = s->pmu;
+	cfg->cpuid_hide = s->cpuid_hide;
+	cfg->kernel = s->kernel;
+	cfg->cmdline = s->cmdline;
+	return restore_profile(r->dir, s, cfg, err);
 }
 
-/* The profiling configuration is the VM's: the snapshot's spec again, on this host's counters. */
-static int restore_profile(struct vm *vm, const struct snap *s, struct errbuf *err)
+int vm_restore_memory(struct vm_restore *r, const struct vm_config *cfg, struct gmem *mem, struct errbuf *err)
 {
-	struct errbuf e;
-
-	if (!s->profile || !s->profile[0]) {
-		if (vm->cfg.profile_output || vm->cfg.symbols)
-			return restore_fail(vm, err, -EINVAL,
-					    "--profile-output and --symbols need a snapshot of a profiled VM "
-					    "(perfvisor run --profile)");
-		return 0;
-	}
-	if (prof_spec_parse(s->profile, true, &vm->cfg.prof, &e) || prof_spec_check_host(&vm->cfg.prof, &e))
-		return restore_fail(vm, err, -EINVAL, e.msg);
-	if (!vm->cfg.symbols && s->profile_symbols && s->profile_symbols[0])
-		vm->cfg.symbols = s->profile_symbols;
-	return 0;
-}
-
-int vm_restore_memory(struct vm *vm, struct errbuf *err)
-{
-	const struct snap *s = vm->restored;
-	bool check = !vm->cfg.restore_no_check, uring = false;
+	const struct snap *s = r->snap;
+	bool check = !cfg->restore_no_check, uring = false;
 	uint64_t sum = 0;
 	int rc;
 
-	if (!vm->cfg.restore_read) {
-		if (check && (rc = snapio_hash_file(vm->restored_memfd, s->mem_size, &sum)) < 0)
-			return restore_fail(vm, err, rc, "cannot read the memory file");
-		rc = gmem_init_private(&vm->mem, vm->restored_memfd, s->mem_size, err);
+	if (!cfg->restore_read) {
+		if (check && (rc = snapio_hash_file(r->memfd, s->mem_size, &sum)) < 0)
+			return restore_fail(r->dir, err, rc, "cannot read the memory file");
+		rc = gmem_init_private(mem, r->memfd, s->mem_size, err);
 	} else {
-		rc = gmem_init(&vm->mem, s->mem_size, err);
-		if (!rc && (rc = snapio_memory(vm->restored_memfd, vm->mem.hva, s->mem_size, false,
-					       vm->restored_memfd, false, check ? &sum : NULL, &uring)) < 0)
-			return restore_fail(vm, err, rc, "cannot read the memory file");
+		rc = gmem_init(mem, s->mem_size, err);
+		if (!rc && (rc = snapio_memory(r->memfd, mem->hva, s->mem_size, false, r->memfd, false,
+					       check ? &sum : NULL, &uring)) < 0)
+			return restore_fail(r->dir, err, rc, "cannot read the memory file");
 	}
-	close(vm->restored_memfd);
-	vm->restored_memfd = -1;
+	close(r->memfd);
+	r->memfd = -1;
 	if (rc)
 		return rc;
 	if (check && sum != s->mem_checksum)
-		return restore_fail(vm, err, -EPROTO,
+		return restore_fail(r->dir, err, -EPROTO,
 				    "the memory file is damaged (its checksum does not match)");
-	if (vm->cfg.verbose)
-		vm_log(vm, "restore: guest memory %s%s",
-		       vm->cfg.restore_read ? "read" : "mapped copy-on-write",
-		       vm->cfg.restore_read ? (uring ? " with io_uring" : " with pread") : "");
+	if (cfg->verbose)
+		vm_log("restore: guest memory %s%s", cfg->restore_read ? "read" : "mapped copy-on-write",
+		       cfg->restore_read ? (uring ? " with io_uring" : " with pread") : "");
 	return 0;
 }
 
@@ -559,25 +520,26 @@ static int restore_vcpu(struct vcpu *v, const struct snap_vcpu *sv, struct errbu
 	return 0;
 }
 
-int vm_restore_state(struct vm *vm, struct errbuf *err)
+int vm_restore_kvm(const struct vm_restore *r, const struct vm_snapshot_env *e, struct errbuf *err)
 {
-	const struct snap *s = vm->restored;
+	const struct snap *s = r->snap;
 	const struct snap_bytes *chips[3] = { &s->pic_master, &s->pic_slave, &s->ioapic };
 	char why[128];
 	int rc;
 
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		if (!cpuid_same(vm->vcpus[i].cpuid, s->vcpu[i].cpuid, why, sizeof(why)))
+	for (unsigned i = 0; i < s->nr_vcpus; i++) {
+		if (!cpuid_same(e->vcpus[i].cpuid, s->vcpu[i].cpuid, why, sizeof(why)))
 			return errbuf_set(
 				err, -EINVAL,
 				"snapshot %s: vCPU %u: this host's CPUID is not the snapshot's (%s): "
 				"restore on a host like the one it was taken on",
-				vm->cfg.restore, i, why);
-		if (s->vcpu[i].xsave.len > xsave_size(vm))
-			return restore_fail(vm, err, -EINVAL, "its XSAVE state is larger than this host's");
+				r->dir, i, why);
+		if (s->vcpu[i].xsave.len > kvmsys_xsave_size(e->vm_fd))
+			return restore_fail(r->dir, err, -EINVAL,
+					    "its XSAVE state is larger than this host's");
 	}
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		rc = restore_vcpu(&vm->vcpus[i], &s->vcpu[i], err);
+	for (unsigned i = 0; i < s->nr_vcpus; i++) {
+		rc = restore_vcpu(&e->vcpus[i], &s->vcpu[i], err);
 		if (rc)
 			return rc;
 	}
@@ -585,106 +547,69 @@ int vm_restore_state(struct vm *vm, struct errbuf *err)
 		struct kvm_irqchip chip = { .chip_id = (uint32_t)i };
 
 		memcpy(&chip.chip, chips[i]->p, sizeof(chip.chip));
-		if (ioctl(vm->fd, KVM_SET_IRQCHIP, &chip) < 0)
+		if (ioctl(e->vm_fd, KVM_SET_IRQCHIP, &chip) < 0)
 			return errbuf_set(err, -errno, "restore: KVM_SET_IRQCHIP %d: %s", i, strerror(errno));
 	}
-	if (ioctl(vm->fd, KVM_SET_PIT2, s->pit.p) < 0)
+	if (ioctl(e->vm_fd, KVM_SET_PIT2, s->pit.p) < 0)
 		return errbuf_set(err, -errno, "restore: KVM_SET_PIT2: %s", strerror(errno));
-	/* The devices' states; snap_parse checked them (their own checks), so a refusal is a bug. */
-	for (unsigned d = 0; d < vm->nr_devs; d++) {
-		const struct dev_desc *desc = vm->devs[d].desc;
-		const void *st = desc->state ? snap_part_state(s, desc->state, -1) : NULL;
-
-		if (st && desc->load(vm->devs[d].dev, st))
-			return restore_fail(vm, err, -EINVAL, "a device state the device refuses");
-	}
 	return 0;
 }
 
-/* Is f one of the kvm.* mirrors? Its index in vm->kvm_stats, or -1. */
-static int kvm_mirror(const struct vm *vm, struct sb_field f)
+/* One part's state back, or the error with the snapshot named. */
+static int load_part(const struct vm_restore *r, const struct vm_part *p, int vcpu, const void *st,
+		     struct errbuf *err)
 {
-	for (unsigned k = 0; k < vm->kvm_stats.nr; k++)
-		if (vm->kvm_stats.field[k].offset == f.offset && vm->kvm_stats.field[k].record == f.record)
-			return (int)k;
-	return -1;
+	struct errbuf e;
+	int rc = vcpu < 0 ? p->load(p->obj, st, &e) : p->load_vcpu(p->obj, (unsigned)vcpu, st, &e);
+
+	return rc ? restore_fail(r->dir, err, rc, e.msg) : 0;
 }
 
-/*
- * Saved values back into a record, by name. Cumulative and peak fields
- * carry over; a kvm.* mirror's cumulative value becomes its base, because
- * the new VM's KVM counts from 0 (its peaks start over), and so does
- * time.cpu_ns (the new vCPU thread's CPU clock starts at 0). Fields this
- * perfvisor does not have are ignored. Before the vCPUs start.
- */
-static void restore_record(struct vm *vm, enum pv_stats_record rec, unsigned idx, const struct snap_stats *st)
+int vm_restore_parts(const struct vm_restore *r, const struct vm_parts *parts, unsigned nr_vcpus,
+		     struct errbuf *err)
 {
-	struct sb_entry e =
-		rec == PV_STATS_RECORD_VM ? stats_vm_entry(vm->stats) : stats_vcpu_entry(vm->stats, idx);
+	const struct snap *s = r->snap;
+	int rc = 0;
 
-	sb_begin(e);
-	for (unsigned j = 0; j < st->n; j++) {
-		for (unsigned i = 0; i < sb_nr_fields(vm->stats); i++) {
-			struct sb_field f;
-			const struct pv_stats_desc *d = sb_field_at(vm->stats, i, &f);
-			int k = rec == PV_STATS_RECORD_VCPU ? kvm_mirror(vm, f) : -1;
+	for (unsigned k = 0; k < parts->n && !rc; k++) {
+		const struct vm_part *p = &parts->p[k];
 
-			if (d->record != rec || strcmp(d->name, st->s[j].name))
-				continue;
-			if (d->kind == PV_STATS_INSTANT || (k >= 0 && d->kind != PV_STATS_CUMULATIVE))
-				break;
-			if (k >= 0)
-				vm->vcpus[idx].kvm_stats_base[k] = st->s[j].value;
-			if (rec == PV_STATS_RECORD_VCPU && f.offset == vm->sf.cpu_ns.offset)
-				vm->vcpus[idx].cpu_ns_base = st->s[j].value;
-			sb_set(e, f, st->s[j].value);
-			break;
+		if (!p->per_vcpu) {
+			const void *st = snap_part_state(s, p->desc, -1);
+
+			/* A part the snapshot lacks is one this machine does not have in it (the PMU off). */
+			if (st)
+				rc = load_part(r, p, -1, st, err);
+			continue;
+		}
+		for (unsigned i = 0; i < nr_vcpus && !rc; i++) {
+			const void *st = snap_part_state(s, p->desc, (int)i);
+
+			if (st)
+				rc = load_part(r, p, (int)i, st, err);
 		}
 	}
-	sb_end(e);
+	return rc;
 }
 
-int vm_restore_stats(struct vm *vm, struct errbuf *err)
+int vm_restore_clock(const struct vm_restore *r, int vm_fd, struct errbuf *err)
 {
-	const struct snap *s = vm->restored;
-	const char *why;
+	struct kvm_clock_data clock = { .clock = r->snap->clock };
 
-	const struct pmu_caps *caps = snap_part_state(s, &pmu_caps_part, -1);
-
-	/* The PMU's capabilities are complete only now (class 3 comes from KVM's stats). */
-	if (s->pmu && !pmu_caps_equal(caps, &vm->pmu.caps, &why))
-		return errbuf_set(
-			err, -EINVAL,
-			"snapshot %s: this host's PV PMU differs from the snapshot's (%s): restore on a "
-			"host like the one it was taken on",
-			vm->cfg.restore, why);
-	restore_record(vm, PV_STATS_RECORD_VM, 0, snap_part_state(s, &snap_stats_part, -1));
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		restore_record(vm, PV_STATS_RECORD_VCPU, i, snap_part_state(s, &snap_stats_part, (int)i));
-		if (s->pmu)
-			vm->vcpus[i].restore_pmu = snap_part_state(s, &pmu_vcpu_part, (int)i);
-	}
-	return 0;
-}
-
-int vm_restore_clock(struct vm *vm, struct errbuf *err)
-{
-	struct kvm_clock_data clock = { .clock = vm->restored->clock };
-
-	if (ioctl(vm->fd, KVM_SET_CLOCK, &clock) < 0)
+	if (ioctl(vm_fd, KVM_SET_CLOCK, &clock) < 0)
 		return errbuf_set(err, -errno, "restore: KVM_SET_CLOCK: %s", strerror(errno));
 	return 0;
 }
 
-void vm_restore_free(struct vm *vm)
+void vm_restore_fini(struct vm_restore *r)
 {
-	if (vm->restored_memfd >= 0)
-		close(vm->restored_memfd);
-	vm->restored_memfd = -1;
-	if (vm->restored)
-		snap_fini(vm->restored);
-	free(vm->restored);
-	free(vm->restored_blob);
-	vm->restored = NULL;
-	vm->restored_blob = NULL;
+	if (r->memfd >= 0)
+		close(r->memfd);
+	r->memfd = -1;
+	if (r->snap)
+		snap_fini(r->snap);
+	free(r->snap);
+	free(r->blob);
+	r->snap = NULL;
+	r->blob = NULL;
 }

@@ -1,27 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
- * vCPU threads and the run loop. The loop switches on the exit reason and
- * only delegates: I/O and MMIO to the bus, MSRs to the bus, stop-type exits
- * to vm_request_stop(). Every exit is counted in the vCPU's counters.
+ * vCPU threads and the run loop (vcpu.h). The loop looks at the VM's
+ * state (control), serves the signals that made KVM_RUN return, runs the
+ * guest, accounts the return and hands the exit to its handler, which
+ * only delegates: I/O, MMIO and MSRs to the bus, everything else to a
+ * stop with a reason.
  */
-#include "vm_internal.h"
+#include "vcpu.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* The kick signal only interrupts KVM_RUN; its handler does nothing. */
-#define VCPU_KICK_SIGNAL SIGUSR1
-
-static void kick_handler(int sig)
-{
-	(void)sig;
-}
+#include "vmm.h"
 
 /*
  * The PMU signal (a perf counter's overflow, or the counter page's refresh
@@ -78,10 +76,8 @@ int vcpu_signal_setup(struct errbuf *err)
 	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = kick_handler; /* no SA_RESTART: KVM_RUN returns -EINTR */
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(VCPU_KICK_SIGNAL, &sa, NULL) < 0)
-		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
+	/* No SA_RESTART: KVM_RUN returns -EINTR. */
 	sa.sa_handler = pmu_signal_handler;
 	if (sigaction(vm_pmu_signal(), &sa, NULL) < 0)
 		return errbuf_set(err, -errno, "sigaction: %s", strerror(errno));
@@ -96,53 +92,74 @@ int vcpu_signal_setup(struct errbuf *err)
 	return 0;
 }
 
-int vcpu_init(struct vm *vm, struct vcpu *v, unsigned index, struct errbuf *err)
+static int kvm_run_ioctl(struct vcpu *v)
+{
+	return ioctl(v->fd, KVM_RUN, 0);
+}
+
+static int kvm_get_regs(struct vcpu *v, struct kvm_regs *regs)
+{
+	return ioctl(v->fd, KVM_GET_REGS, regs);
+}
+
+const struct vcpu_ops vcpu_kvm_ops = { kvm_run_ioctl, kvm_get_regs };
+
+int vcpu_create(struct vcpu *v, int vm_fd, unsigned index, size_t run_size, struct vcpu_env *env,
+		struct errbuf *err)
 {
 	memset(v, 0, sizeof(*v));
-	v->kvm_stats_fd = -1;
-	v->vm = vm;
+	v->fd = -1;
 	v->index = index;
-	v->fd = ioctl(vm->fd, KVM_CREATE_VCPU, (unsigned long)index);
+	v->env = env;
+	v->ops = &vcpu_kvm_ops;
+	v->fd = ioctl(vm_fd, KVM_CREATE_VCPU, (unsigned long)index);
 	if (v->fd < 0)
 		return errbuf_set(err, -errno, "vCPU %u: KVM_CREATE_VCPU: %s", index, strerror(errno));
-	v->run = mmap(NULL, (size_t)vm->kvm.vcpu_mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
+	v->run = mmap(NULL, run_size, PROT_READ | PROT_WRITE, MAP_SHARED, v->fd, 0);
 	if (v->run == MAP_FAILED) {
 		int rc = errbuf_set(err, -errno, "vCPU %u: mmap of kvm_run: %s", index, strerror(errno));
 
 		v->run = NULL;
-		close(v->fd);
-		v->fd = -1;
 		return rc;
 	}
-	vm_pmu_vcpu_init(v);
+	v->run_size = run_size;
+	vmctl_attach(env->ctl, index, v->run, v);
 	return 0;
 }
 
-void vcpu_fini(struct vcpu *v)
+void vcpu_destroy(struct vcpu *v)
 {
 	free(v->cpuid);
 	v->cpuid = NULL;
-	if (v->run)
-		munmap(v->run, (size_t)v->vm->kvm.vcpu_mmap_size);
+	if (v->run && v->run_size)
+		munmap(v->run, v->run_size);
 	if (v->fd >= 0)
 		close(v->fd);
 	v->run = NULL;
 	v->fd = -1;
 }
 
-/* Count one event in this vCPU's entry. vCPU thread only. */
-static void count(struct vcpu *v, struct sb_field f)
+/* ---- handling one exit ----------------------------------------------------------------- */
+
+static enum vcpu_outcome stop_with(struct vcpu_stop *stop, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static enum vcpu_outcome stop_with(struct vcpu_stop *stop, int status, const char *fmt, ...)
 {
-	sb_begin(v->stats);
-	sb_add(v->stats, f, 1);
-	sb_end(v->stats);
+	va_list ap;
+
+	stop->status = status;
+	va_start(ap, fmt);
+	vsnprintf(stop->why, sizeof(stop->why), fmt, ap);
+	va_end(ap);
+	return VCPU_STOP;
 }
 
 static void unhandled(struct vcpu *v, enum bus_space space, const struct bus_access *a)
 {
-	if (ratelimit_allow(&v->vm->unhandled_rl[space]))
-		vm_log(v->vm, "vCPU %u: unhandled %s %s 0x%" PRIx64 " (%u bytes)%s", v->index,
-		       bus_space_name(space), a->is_write ? "write" : "read", a->addr, a->len,
+	if (ratelimit_allow(&v->env->unhandled_rl[space]))
+		vm_log("vCPU %u: unhandled %s %s 0x%" PRIx64 " (%u bytes)%s", v->index, bus_space_name(space),
+		       a->is_write ? "write" : "read", a->addr, a->len,
 		       a->is_write ? "; ignored" : "; reads as all ones");
 	if (!a->is_write)
 		memset(a->data, 0xff, a->len);
@@ -163,11 +180,11 @@ static void handle_io(struct vcpu *v)
 			.vcpu = v->index,
 		};
 
-		if (bus_dispatch(&v->vm->bus, BUS_PIO, &a) == -ENOENT) {
-			count(v, v->vm->sf.unhandled_io);
+		if (bus_dispatch(v->env->bus, BUS_PIO, &a) == -ENOENT) {
+			vm_stats_count_io(v->env->stats, v->index, -1);
 			unhandled(v, BUS_PIO, &a);
-		} else if (a.range < VM_STATS_MAX_IO_RANGES) {
-			count(v, v->vm->sf.io_range[a.range]);
+		} else {
+			vm_stats_count_io(v->env->stats, v->index, a.range);
 		}
 	}
 }
@@ -183,8 +200,8 @@ static void handle_mmio(struct vcpu *v)
 		.vcpu = v->index,
 	};
 
-	if (bus_dispatch(&v->vm->bus, BUS_MMIO, &a) == -ENOENT) {
-		count(v, v->vm->sf.unhandled_mmio);
+	if (bus_dispatch(v->env->bus, BUS_MMIO, &a) == -ENOENT) {
+		vm_stats_count_unhandled_mmio(v->env->stats, v->index);
 		unhandled(v, BUS_MMIO, &a);
 	}
 }
@@ -202,171 +219,203 @@ static void handle_msr(struct vcpu *v, bool is_write)
 	};
 
 	/* Any failure, including no device, is a #GP for the guest. */
-	run->msr.error = bus_dispatch(&v->vm->bus, BUS_MSR, &a) ? 1 : 0;
+	run->msr.error = bus_dispatch(v->env->bus, BUS_MSR, &a) ? 1 : 0;
 	if (!is_write && !run->msr.error)
 		run->msr.data = val;
 }
 
-static void report_stop_exit(struct vcpu *v)
+/* An exit that ends the VM: the status and the reason, with the guest's RIP where it helps. */
+static enum vcpu_outcome stop_exit(struct vcpu *v, struct vcpu_stop *stop)
 {
 	struct kvm_run *run = v->run;
 	struct kvm_regs regs;
 	uint64_t rip = 0;
 
-	if (ioctl(v->fd, KVM_GET_REGS, &regs) == 0)
+	if (v->ops->get_regs(v, &regs) == 0)
 		rip = regs.rip;
 	switch (run->exit_reason) {
 	case KVM_EXIT_SHUTDOWN:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
-				"vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64, v->index, rip);
-		break;
+		return stop_with(stop, PV_EXIT_GUEST_CRASH,
+				 "vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64, v->index, rip);
 	case KVM_EXIT_HLT:
-		vm_request_stop(v->vm, 0, "vCPU %u: guest halted", v->index);
-		break;
+		return stop_with(stop, 0, "vCPU %u: guest halted", v->index);
 	case KVM_EXIT_SYSTEM_EVENT:
-		vm_request_stop(v->vm, 0, "vCPU %u: guest system event %u (%s)", v->index,
-				run->system_event.type,
-				run->system_event.type == KVM_SYSTEM_EVENT_RESET ? "reset" : "shutdown");
-		break;
+		return stop_with(stop, 0, "vCPU %u: guest system event %u (%s)", v->index,
+				 run->system_event.type,
+				 run->system_event.type == KVM_SYSTEM_EVENT_RESET ? "reset" : "shutdown");
 	case KVM_EXIT_INTERNAL_ERROR:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
-				"vCPU %u: KVM internal error, suberror %u, at rip 0x%" PRIx64, v->index,
-				run->internal.suberror, rip);
-		break;
+		return stop_with(stop, PV_EXIT_GUEST_CRASH,
+				 "vCPU %u: KVM internal error, suberror %u, at rip 0x%" PRIx64, v->index,
+				 run->internal.suberror, rip);
 	case KVM_EXIT_FAIL_ENTRY:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
-				"vCPU %u: KVM entry failed, hardware reason 0x%llx", v->index,
-				(unsigned long long)run->fail_entry.hardware_entry_failure_reason);
-		break;
+		return stop_with(stop, PV_EXIT_GUEST_CRASH,
+				 "vCPU %u: KVM entry failed, hardware reason 0x%llx", v->index,
+				 (unsigned long long)run->fail_entry.hardware_entry_failure_reason);
 	default:
-		vm_request_stop(v->vm, PV_EXIT_GUEST_CRASH,
-				"vCPU %u: unexpected KVM exit reason %u at rip 0x%" PRIx64, v->index,
-				run->exit_reason, rip);
-		break;
+		return stop_with(stop, PV_EXIT_GUEST_CRASH,
+				 "vCPU %u: unexpected KVM exit reason %u at rip 0x%" PRIx64, v->index,
+				 run->exit_reason, rip);
 	}
 }
 
-/* Returns false when the loop must end. */
-static bool handle_exit(struct vcpu *v)
+enum vcpu_outcome vcpu_handle_exit(struct vcpu *v, struct vcpu_stop *stop)
 {
 	switch (v->run->exit_reason) {
 	case KVM_EXIT_IO:
 		handle_io(v);
-		return true;
+		return VCPU_HANDLED;
 	case KVM_EXIT_MMIO:
 		handle_mmio(v);
-		return true;
+		return VCPU_HANDLED;
 	case KVM_EXIT_X86_RDMSR:
 		handle_msr(v, false);
-		return true;
+		return VCPU_HANDLED;
 	case KVM_EXIT_X86_WRMSR:
 		handle_msr(v, true);
-		return true;
+		return VCPU_HANDLED;
 	case KVM_EXIT_INTR:
-		return true;
+		return VCPU_INTERRUPTED;
 	default:
-		report_stop_exit(v);
-		return false;
+		return stop_exit(v, stop);
 	}
 }
 
-/*
- * Account one return from KVM_RUN in this vCPU's stats entry: time inside
- * and outside KVM_RUN, the exit and its reason, KVM's own stats now and
- * then. Returns the time that ends the KVM_RUN interval: it is taken inside
- * the update that clears time.kvm_run_since_ns, so no reader ever computed a
- * live time.kvm_run_ns past it (docs/stats-abi.md "Live values").
- */
-static uint64_t account_run(struct vcpu *v, uint64_t t_user, uint64_t t0, int rc)
+enum vcpu_outcome vcpu_run_once(struct vcpu *v, struct vcpu_stop *stop)
 {
-	const struct vm_stats_fields *sf = &v->vm->sf;
-	uint64_t t1;
+	struct vcpu_env *env = v->env;
+	uint64_t t0 = util_now_ns();
+	bool interrupted;
+	int rc, saved_errno;
 
-	sb_begin(v->stats);
-	t1 = util_now_ns();
-	sb_add(v->stats, sf->run_ns, t1 - t0);
-	sb_set(v->stats, sf->run_since_ns, 0);
-	sb_add(v->stats, sf->user_ns, t0 - t_user);
-	if (rc < 0 || v->run->exit_reason == KVM_EXIT_INTR) {
-		/* Interrupted (a kick, a signal): not an exit to handle, so not in `exits`. */
-		sb_add(v->stats, sf->exit_intr, 1);
-	} else {
-		sb_add(v->stats, sf->exits, 1);
-		sb_add(v->stats, vm_stats_exit_field(v->vm, v->run->exit_reason), 1);
-	}
-	sb_end(v->stats);
-	vm_stats_kvm_refresh(v, t1, false);
+	if (!v->ran && v->index == 0 && env->restore_t0 && env->verbose)
+		vm_log("restore: the guest's first KVM_RUN %" PRIu64 " us after the restore began",
+		       (t0 - env->restore_t0) / 1000);
+	v->ran = true;
+	vm_stats_enter_run(env->stats, v->index, t0);
+	rc = v->ops->run(v);
+	saved_errno = errno;
+	vm_stats_leave_run(env->stats, v->index);
+	interrupted = rc < 0 || v->run->exit_reason == KVM_EXIT_INTR;
+	v->t_user =
+		vm_stats_account_run(env->stats, v->index, v->t_user, t0, interrupted, v->run->exit_reason);
 	/*
 	 * VMM-kept PMU counters overflow exactly at the exit that wraps them.
 	 * A return for the PMU signal is left to vm_pmu_poll(), which does the
-	 * same and more at the top of the loop.
+	 * same and more before the next run.
 	 */
 	if (!(rc < 0 && tls_pmu_signalled))
-		vm_pmu_after_exit(v);
-	return t1;
+		vm_pmu_after_exit(env->pmu, v->index);
+	if (rc < 0) {
+		if (saved_errno == EINTR || saved_errno == EAGAIN)
+			return VCPU_INTERRUPTED;
+		return stop_with(stop, PV_EXIT_VMM_ERROR, "vCPU %u: KVM_RUN failed: %s", v->index,
+				 strerror(saved_errno));
+	}
+	return vcpu_handle_exit(v, stop);
 }
+
+/* ---- the loop ---------------------------------------------------------------------------- */
+
+/*
+ * An I/O, MMIO or MSR exit is complete (RIP advanced, a read's value in the
+ * guest's registers) only once KVM_RUN is entered again: do that now, with
+ * immediate_exit set so no guest instruction runs, so the state a snapshot
+ * reads is consistent (KVM's api.rst, KVM_RUN). Not an exit: not counted.
+ */
+static void complete_pending_exit(struct vcpu *v)
+{
+	switch (v->run->exit_reason) {
+	case KVM_EXIT_IO:
+	case KVM_EXIT_MMIO:
+	case KVM_EXIT_X86_RDMSR:
+	case KVM_EXIT_X86_WRMSR:
+		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
+		(void)v->ops->run(v); /* returns -EINTR at once */
+		break;
+	default:
+		break;
+	}
+}
+
+static void park(struct vcpu *v)
+{
+	struct vmctl *ctl = v->env->ctl;
+
+	complete_pending_exit(v);
+	vmctl_park(ctl, v->index);
+	/* The kick that parked it set immediate_exit; cleared unless the VM is stopping. */
+	if (!vmctl_stopping(ctl))
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * A signal made KVM_RUN return (or not start): serve it where the thread
+ * is. immediate_exit is cleared before the loop looks at the VM's state
+ * again: a kick sets the stop or pause flag first, so it is not lost.
+ */
+static bool serve_signals(struct vcpu *v)
+{
+	if (tls_pmu_signalled) {
+		tls_pmu_signalled = 0;
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+		vm_pmu_poll(v->env->pmu, v->index);
+		return true;
+	}
+	if (tls_prof_signalled) {
+		tls_prof_signalled = 0;
+		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
+		vm_profile_sample(v->env->prof, v->index, tls_prof_fd);
+		return true;
+	}
+	return false;
+}
+
+void vcpu_loop(struct vcpu *v)
+{
+	struct vmctl *ctl = v->env->ctl;
+	struct vcpu_stop stop;
+
+	v->t_user = util_now_ns();
+	for (;;) {
+		switch (vmctl_vcpu_state(ctl)) {
+		case VCPU_STOPPING:
+			return;
+		case VCPU_PAUSED:
+			park(v);
+			continue;
+		case VCPU_RUNNING:
+			break;
+		}
+		if (serve_signals(v))
+			continue;
+		if (vcpu_run_once(v, &stop) == VCPU_STOP) {
+			vmctl_request_stop(ctl, stop.status, "%s", stop.why);
+			return;
+		}
+	}
+}
+
+/* ---- the thread ---------------------------------------------------------------------------- */
 
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
-	struct vm *vm = v->vm;
-	uint64_t t_user = util_now_ns();
+	struct vcpu_env *env = v->env;
 	struct errbuf err;
 
 	tls_run = v->run;
-	if (vm_pmu_vcpu_start(v, &err) || vm_profile_vcpu_start(v, &err))
-		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
+	if (vm_pmu_vcpu_start(env->pmu, v->index, &err) ||
+	    vm_profile_vcpu_start(env->prof, v->index, v->fd, v->run, &err))
+		vmctl_request_stop(env->ctl, PV_EXIT_VMM_ERROR, "%s", err.msg);
 	/* The filter goes on before the first KVM_RUN, and the main thread's before any vCPU runs. */
-	else if (seccomp_install(vm->cfg.seccomp, SECCOMP_THREAD_VCPU, v->index, &err))
-		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", err.msg);
-	vm_wait_start_gate(vm);
-	while (!atomic_load(&vm->stopping)) {
-		uint64_t t0;
-
-		if (atomic_load(&vm->paused)) {
-			vm_park_vcpu(v);
-			continue;
-		}
-		if (tls_pmu_signalled) {
-			/*
-			 * Clear immediate_exit before looking at the stop and pause
-			 * flags again: a kick sets its flag first, so it is not lost.
-			 */
-			tls_pmu_signalled = 0;
-			__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
-			vm_pmu_poll(v);
-			continue;
-		}
-		if (tls_prof_signalled) {
-			/* As above: the sample is taken where the thread is, after KVM_RUN returned. */
-			tls_prof_signalled = 0;
-			__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
-			vm_profile_sample(v, tls_prof_fd);
-			continue;
-		}
-		t0 = util_now_ns();
-		if (!vm->first_run_logged && v->index == 0 && vm->restored)
-			vm_log_first_run(vm, t0);
-		vm_stats_enter_run(v, t0);
-		int rc = ioctl(v->fd, KVM_RUN, 0), saved_errno = errno;
-
-		vm_stats_leave_run(v);
-		t_user = account_run(v, t_user, t0, rc);
-		if (rc < 0) {
-			if (saved_errno == EINTR || saved_errno == EAGAIN)
-				continue;
-			vm_request_stop(vm, PV_EXIT_VMM_ERROR, "vCPU %u: KVM_RUN failed: %s", v->index,
-					strerror(saved_errno));
-			break;
-		}
-		if (!handle_exit(v))
-			break;
-	}
+	else if (seccomp_install(env->seccomp, SECCOMP_THREAD_VCPU, v->index, &err))
+		vmctl_request_stop(env->ctl, PV_EXIT_VMM_ERROR, "%s", err.msg);
+	vmctl_wait_gate(env->ctl);
+	vcpu_loop(v);
 	/* Final values, then STOPPED: readers know they will not change. */
-	vm_pmu_vcpu_stop(v);
-	vm_profile_vcpu_stop(v);
-	vm_stats_kvm_refresh(v, util_now_ns(), true);
-	sb_set_state(v->stats, PV_STATS_STOPPED);
+	vm_pmu_vcpu_stop(env->pmu, v->index);
+	vm_profile_vcpu_stop(env->prof, v->index);
+	vm_stats_vcpu_stopped(env->stats, v->index);
 	return NULL;
 }
 
@@ -375,11 +424,10 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	sigset_t kick, old;
 	int rc;
 
-	/* Published before the thread runs, so its final STOPPED state is never overwritten. */
-	stats_vcpu_online(v->vm->stats, v->index);
-	/* The thread inherits the signal mask: keep the kick signal unblocked in it. */
+	vm_stats_vcpu_online(v->env->stats, v->index);
+	/* The thread inherits the signal mask: keep its signals unblocked in it. */
 	sigemptyset(&kick);
-	sigaddset(&kick, VCPU_KICK_SIGNAL);
+	sigaddset(&kick, vmctl_kick_signal());
 	sigaddset(&kick, vm_pmu_signal());
 	sigaddset(&kick, SIGIO);
 	sigaddset(&kick, vm_profile_signal());
@@ -389,25 +437,16 @@ int vcpu_start(struct vcpu *v, struct errbuf *err)
 	if (rc)
 		return errbuf_set(err, -rc, "vCPU %u: cannot start thread: %s", v->index, strerror(rc));
 	v->thread_started = true;
-	/* For the main thread's samples of its CPU time while it stays inside KVM_RUN. */
-	v->cpu_clock_ok = pthread_getcpuclockid(v->thread, &v->cpu_clock) == 0;
+	vmctl_started(v->env->ctl, v->index, v->thread);
+	vm_stats_vcpu_thread(v->env->stats, v->index, v->thread);
 	return 0;
-}
-
-void vcpu_kick(struct vcpu *v)
-{
-	/*
-	 * immediate_exit covers a thread about to enter KVM_RUN; the signal
-	 * covers one already inside it (including an AP waiting for a SIPI).
-	 */
-	__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-	if (v->thread_started)
-		pthread_kill(v->thread, VCPU_KICK_SIGNAL);
 }
 
 void vcpu_join(struct vcpu *v)
 {
-	if (v->thread_started)
+	if (v->thread_started) {
 		pthread_join(v->thread, NULL);
+		vmctl_joined(v->env->ctl, v->index);
+	}
 	v->thread_started = false;
 }

@@ -1,118 +1,106 @@
 // SPDX-License-Identifier: MIT
 /*
- * The VM: composes KVM, guest memory, the loader, the devices and the vCPUs
- * in one visible sequence (create -> configure -> freeze the bus -> start),
- * waits for the guest to finish, and tears everything down in reverse.
+ * The VM: composes KVM, guest memory, the boot protocol, the devices, the
+ * PV PMU, the vCPUs, the profiler, the statistics and the control socket
+ * in one visible sequence (create -> configure -> freeze the bus -> start
+ * -> wait -> destroy), and tears them down in reverse. It only composes:
+ * every step is another file's, and no file calls back into this one.
  */
-#include "vm_internal.h"
+#include "vmm.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "perfvisor/bootinfo.h"
+#include "api.h"
+#include "console.h"
+#include "control.h"
+#include "kvm.h"
+#include "mainloop.h"
+#include "parts.h"
+#include "seccomp.h"
+#include "snapshot.h"
+#include "vcpu.h"
+#include "vm_devices.h"
+#include "vm_pmu.h"
+#include "vm_profile.h"
+#include "vm_stats.h"
+#include "x86.h"
 
-#define TSS_ADDR 0xfffbd000ULL
-/* The main thread refreshes the VM record (uptime, totals) this often. */
-#define VM_STATS_VM_PERIOD_MS 100 /* three pages below the BIOS area, unused by guests */
-/* The main thread drains the profiler's rings this often (PROF_RING_SIZE / PROF_MAX_RATE = 100 ms). */
-#define VM_PROFILE_DRAIN_MS 50
+struct vm {
+	struct vm_config cfg;
+	uint64_t created_ns; /* for a restore's timing */
+	struct host_info host;
+	struct kvm_sys kvm;
+	struct vm_restore restore; /* a --restore: the snapshot, held until the VM ends */
+	struct vmctl ctl;
+	struct gmem mem;
+	int fd;
+	struct console console;
+	struct boot_result boot; /* the kernel's protocol and entry state (machine/boot.c) */
+	struct bus bus;
+	struct vm_devices *devs;
+	struct vm_pmu *pmu;
+	struct vcpu *vcpus;
+	unsigned nr_vcpus;
+	uint32_t tsc_khz;
+	struct vm_profile *prof;
+	struct vm_stats *stats;
+	struct vm_parts parts;
+	struct api api;
+	/* what the vCPUs, the snapshot and the control socket are given */
+	struct vcpu_env venv;
+	struct vm_snapshot_env snap;
+	struct api_env api_env;
+};
 
-void vm_stop_signals(sigset_t *s)
+static void log_setup(const struct vm *vm)
 {
-	static const int stop[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGALRM, SIGUSR2 };
+	const struct vm_config *cfg = &vm->cfg;
+	char host[96];
 
-	sigemptyset(s);
-	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
-		sigaddset(s, stop[i]);
-}
-
-void vm_log(struct vm *vm, const char *fmt, ...)
-{
-	char line[512];
-	va_list ap;
-
-	(void)vm;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "perfvisor: %s\n", line);
-}
-
-void vm_request_stop(struct vm *vm, int status, const char *fmt, ...)
-{
-	uint64_t one = 1;
-	va_list ap;
-
-	pthread_mutex_lock(&vm->stop_lock);
-	if (!atomic_load(&vm->stopping)) {
-		vm->stop_status = status;
-		va_start(ap, fmt);
-		vsnprintf(vm->stop_why, sizeof(vm->stop_why), fmt, ap);
-		va_end(ap);
-		atomic_store(&vm->stopping, true);
-		pthread_cond_broadcast(&vm->pause_cond);
-		/* One write cannot overflow the eventfd; nothing to handle. */
-		(void)!write(vm->stop_efd, &one, sizeof(one));
+	host_describe(&vm->host, host, sizeof(host));
+	vm_log("host: %s", host);
+	if (cfg->restore) {
+		vm_log("restored %s (kernel %s): %u vCPUs, %" PRIu64 " MiB, TSC %u kHz", cfg->restore,
+		       cfg->kernel, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
+		return;
 	}
-	pthread_mutex_unlock(&vm->stop_lock);
+	vm_log("boot protocol %s: %s", boot_proto_name(vm->boot.proto), vm->boot.why);
+	for (unsigned i = 0; i < vm->boot.nr_modules; i++)
+		vm_log("initrd %u '%s': %" PRIu64 " bytes at 0x%" PRIx64, i, cfg->initrd[i],
+		       vm->boot.mod_len[i], vm->boot.mod_gpa[i]);
+	vm_log("kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
+	       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
+	       cfg->kernel, vm->boot.kernel.entry, vm->boot.kernel.nr_segments, vm->boot.kernel.low,
+	       vm->boot.kernel.high, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
 }
 
-static int vm_setup_kvm(struct vm *vm, struct errbuf *err)
-{
-	struct kvm_userspace_memory_region region;
-	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
-
-	if (vm->nr_vcpus > (unsigned)vm->kvm.max_vcpus)
-		return errbuf_set(err, -EINVAL, "--cpus %u exceeds this KVM's limit of %d vCPUs",
-				  vm->nr_vcpus, vm->kvm.max_vcpus);
-	vm->fd = ioctl(vm->kvm.fd, KVM_CREATE_VM, 0);
-	if (vm->fd < 0)
-		return errbuf_set(err, -errno, "KVM_CREATE_VM: %s", strerror(errno));
-	if (ioctl(vm->fd, KVM_SET_TSS_ADDR, (unsigned long)TSS_ADDR) < 0)
-		return errbuf_set(err, -errno, "KVM_SET_TSS_ADDR: %s", strerror(errno));
-	if (ioctl(vm->fd, KVM_CREATE_IRQCHIP, 0) < 0)
-		return errbuf_set(err, -errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
-	if (ioctl(vm->fd, KVM_CREATE_PIT2, &pit) < 0)
-		return errbuf_set(err, -errno, "KVM_CREATE_PIT2: %s", strerror(errno));
-	region = (struct kvm_userspace_memory_region){
-		.slot = 0,
-		.guest_phys_addr = 0,
-		.memory_size = vm->mem.size,
-		.userspace_addr = (uintptr_t)vm->mem.hva,
-	};
-	if (ioctl(vm->fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return errbuf_set(err, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
-	return 0;
-}
-
-static int vm_setup_vcpus(struct vm *vm, struct errbuf *err)
+/* Each vCPU: created, its CPUID set, its PV PMU; then the TSC rate KVM gives the guest. */
+static int create_vcpus(struct vm *vm, struct errbuf *err)
 {
 	int rc;
 
 	vm->vcpus = calloc(vm->nr_vcpus, sizeof(*vm->vcpus));
 	if (!vm->vcpus)
 		return errbuf_set(err, -ENOMEM, "out of memory");
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vm->vcpus[i].fd = -1;
-		vm->vcpus[i].kvm_stats_fd = -1;
-	}
 	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		rc = vcpu_init(vm, &vm->vcpus[i], i, err);
+		struct vcpu *v = &vm->vcpus[i];
+
+		rc = vcpu_create(v, vm->fd, i, (size_t)vm->kvm.vcpu_mmap_size, &vm->venv, err);
+		if (!rc)
+			rc = x86_setup_cpuid(&vm->kvm, vm->pmu, i, vm->nr_vcpus, vm->cfg.cpuid_hide, v->fd,
+					     &v->cpuid, err);
 		if (rc)
 			return rc;
-		rc = x86_setup_cpuid(vm, &vm->vcpus[i], err);
-		if (rc)
-			return rc;
+		vm_pmu_vcpu_init(vm->pmu, i, v->fd);
 	}
 	/* KVM_GET_TSC_KHZ fails on hosts without a stable TSC; the guest then sees 0. */
 	rc = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
@@ -121,112 +109,164 @@ static int vm_setup_vcpus(struct vm *vm, struct errbuf *err)
 	return 0;
 }
 
+/* A new guest: the ELF64 contract's boot area, or a PC firmware's leftovers; the boot vCPU's entry state. */
+static int boot_machine(struct vm *vm, struct errbuf *err)
+{
+	const struct boot_elf64 b = { vm->nr_vcpus, vm->cfg.cmdline, vm->tsc_khz, &vm->host };
+	int rc = vm->boot.proto == BOOT_PROTO_ELF64 ? boot_write_elf64(&vm->mem, &b, err)
+						    : x86_setup_firmware_state(vm->fd, err);
+
+	return rc ? rc : x86_setup_bsp(vm->vcpus[0].fd, &vm->boot.cpu, err);
+}
+
+/* What the vCPUs, the snapshot and the control socket act on. */
+static void fill_envs(struct vm *vm)
+{
+	const struct vm_config *cfg = &vm->cfg;
+
+	vm->venv = (struct vcpu_env){
+		.ctl = &vm->ctl,
+		.bus = &vm->bus,
+		.seccomp = cfg->seccomp,
+		.verbose = cfg->verbose,
+		.restore_t0 = cfg->restore ? vm->created_ns : 0,
+	};
+	for (int s = 0; s < BUS_NR_SPACES; s++)
+		vm->venv.unhandled_rl[s] = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
+	vm->snap = (struct vm_snapshot_env){
+		.ctl = &vm->ctl,
+		.kvm = &vm->kvm,
+		.mem = &vm->mem,
+		.parts = &vm->parts,
+		.verbose = cfg->verbose,
+		.machine = { .nr_vcpus = vm->nr_vcpus,
+			     .pmu = cfg->pmu,
+			     .cpuid_hide = cfg->cpuid_hide,
+			     .host = vm->host,
+			     .kernel = cfg->kernel,
+			     .cmdline = cfg->cmdline,
+			     .profile = cfg->prof.n ? cfg->prof.text : "",
+			     .profile_symbols = cfg->prof.n && cfg->symbols ? cfg->symbols : "" },
+	};
+	vm->api_env = (struct api_env){ &vm->ctl, &vm->snap, NULL, NULL, cfg->name };
+}
+
+/* Once the bus is frozen: the statistics region, and everything that publishes in it or saves state. */
+static int create_stats(struct vm *vm, struct errbuf *err)
+{
+	int *fds = calloc(vm->nr_vcpus, sizeof(*fds));
+	int rc;
+
+	if (!fds)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	for (unsigned i = 0; i < vm->nr_vcpus; i++)
+		fds[i] = vm->vcpus[i].fd;
+	rc = vm_stats_create(&vm->stats,
+			     &(struct vm_stats_config){ vm->nr_vcpus, vm->cfg.name, &vm->bus, fds,
+							vm->mem.size, vm->host },
+			     err);
+	free(fds);
+	if (rc)
+		return rc;
+	vm_pmu_stats_ready(vm->pmu, vm->stats);
+	vm_profile_stats_ready(vm->prof, vm->stats);
+	/* The snapshot's parts, in the order a restore loads them. */
+	rc = vm_devices_add_parts(vm->devs, &vm->parts, err);
+	if (!rc)
+		rc = vm_pmu_add_parts(vm->pmu, &vm->parts, err);
+	if (!rc)
+		rc = vm_stats_add_parts(vm->stats, &vm->parts, err);
+	return rc;
+}
+
 int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 {
 	struct vm *vm = calloc(1, sizeof(*vm));
-	int rc;
-
 	bool restore = cfg->restore != NULL;
+	int rc;
 
 	*out = NULL;
 	if (!vm)
 		return errbuf_set(err, -ENOMEM, "out of memory");
 	vm->created_ns = util_now_ns();
-	vm->restored_memfd = -1;
 	vm->cfg = *cfg;
-	vm->nr_vcpus = cfg->nr_cpus;
-	vm->fd = -1;
-	vm->kvm.fd = -1;
-	vm->mem.fd = -1;
-	vm->mem.src_fd = -1;
-	vm->console.fd = -1;
-	for (int s = 0; s < BUS_NR_SPACES; s++)
-		vm->unhandled_rl[s] = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
-	pthread_mutex_init(&vm->stop_lock, NULL);
-	pthread_cond_init(&vm->pause_cond, NULL);
-	vm->api.listen_fd = -1;
+	vm->fd = vm->kvm.fd = vm->mem.fd = vm->mem.src_fd = vm->console.fd = vm->restore.memfd = -1;
+	vm->ctl.stop_efd = vm->api.listen_fd = vm->api.reserve_fd = -1;
 	bus_init(&vm->bus);
-	vm->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (vm->stop_efd < 0) {
-		rc = errbuf_set(err, -errno, "eventfd: %s", strerror(errno));
-		goto fail;
-	}
 
 	/* create (a restore first reads and checks the whole snapshot: it sets the machine) */
-	host_detect("", &vm->kvm_host);
+	host_detect("", &vm->host);
 	rc = kvmsys_open(&vm->kvm, err);
 	if (!rc && restore)
-		rc = vm_restore_load(vm, err);
+		rc = vm_restore_load(&vm->restore, &vm->cfg, err);
+	vm->nr_vcpus = vm->cfg.nr_cpus;
 	if (!rc)
-		rc = restore ? vm_restore_memory(vm, err) : gmem_init(&vm->mem, cfg->mem_size, err);
+		rc = vmctl_init(&vm->ctl, vm->nr_vcpus, err);
 	if (!rc)
-		rc = vm_setup_kvm(vm, err);
+		rc = restore ? vm_restore_memory(&vm->restore, &vm->cfg, &vm->mem, err)
+			     : gmem_init(&vm->mem, cfg->mem_size, err);
 	if (!rc)
-		rc = console_init(&vm->console, &vm->cfg, err);
-	/* configure */
-	if (!rc && !restore) {
-		struct boot_config bc = { cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
-					  cfg->nr_cpus };
-
-		rc = boot_load(&vm->mem, &bc, &vm->boot, err);
-		vm->kernel = vm->boot.kernel;
+		rc = kvmsys_create_vm(&vm->kvm, &vm->mem, vm->nr_vcpus, &vm->fd, err);
+	if (!rc)
+		rc = console_init(&vm->console, cfg->console, cfg->console_path, err);
+	/* configure: the kernel, the devices, the PV PMU, the vCPUs, their boot state or the snapshot's */
+	if (!rc && !restore)
+		rc = boot_load(&vm->mem,
+			       &(struct boot_config){ cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
+						      cfg->nr_cpus },
+			       &vm->boot, err);
+	if (!rc)
+		rc = vm_devices_create(&vm->devs,
+				       &(struct vm_devices_config){ vm->nr_vcpus, vm->fd, &vm->mem,
+								    &vm->console, &vm->ctl, &vm->bus },
+				       err);
+	if (!rc)
+		rc = vm_pmu_create(&vm->pmu,
+				   &(struct vm_pmu_config){ vm->cfg.pmu, cfg->verbose, &vm->kvm, vm->fd,
+							    &vm->bus, &vm->mem, vm->nr_vcpus },
+				   err);
+	if (!rc) {
+		fill_envs(vm);
+		rc = create_vcpus(vm, err);
 	}
+	vm->snap.machine.tsc_khz = vm->tsc_khz;
+	vm->snap.vm_fd = vm->fd;
+	vm->snap.vcpus = vm->vcpus;
 	if (!rc)
-		rc = vm_devices_create(vm, err);
+		rc = restore ? vm_restore_kvm(&vm->restore, &vm->snap, err) : boot_machine(vm, err);
 	if (!rc)
-		rc = vm_pmu_create(vm, err);
+		rc = vm_profile_create(&vm->prof,
+				       &(struct vm_profile_config){ &vm->cfg.prof, vm->cfg.profile_output,
+								    vm->cfg.symbols, vm->cfg.kernel,
+								    vm->nr_vcpus, &vm->kvm, &vm->mem,
+								    cfg->verbose },
+				       err);
 	if (!rc)
-		rc = vm_setup_vcpus(vm, err);
-	if (!rc && !restore)
-		rc = vm->boot.proto == BOOT_PROTO_ELF64
-			     ? boot_write_elf64(&vm->mem,
-						&(struct boot_elf64){ vm->nr_vcpus, cfg->cmdline, vm->tsc_khz,
-								      &vm->kvm_host },
-						err)
-			     : x86_setup_firmware_state(vm, err);
-	if (!rc && !restore)
-		rc = x86_setup_bsp(vm, &vm->vcpus[0], err);
-	if (!rc && restore)
-		rc = vm_restore_state(vm, err);
-	if (!rc)
-		rc = vm_profile_create(vm, err);
+		rc = vmctl_signal_setup(err);
 	if (!rc)
 		rc = vcpu_signal_setup(err);
 	if (rc)
 		goto fail;
 	/* freeze the bus: from here on, dispatch is lock-free */
 	bus_freeze(&vm->bus);
-	/* the statistics region: fields declared, layout fixed, memfd sealed */
-	rc = vm_stats_create(vm, err);
+	/* the statistics region: fields declared, layout fixed, memfd sealed; the snapshot's parts */
+	rc = create_stats(vm, err);
+	vm->venv.stats = vm->stats;
+	vm->venv.pmu = vm->pmu;
+	vm->venv.prof = vm->prof;
+	vm->api_env.prof = vm->prof;
+	vm->api_env.stats = vm->stats;
 	if (!rc && restore)
-		rc = vm_restore_stats(vm, err);
+		rc = vm_restore_parts(&vm->restore, &vm->parts, vm->nr_vcpus, err);
 	if (!rc)
 		rc = api_init(&vm->api, cfg->api_socket, err);
 	/* the guest's clock continues from the snapshot: set last, right before the vCPUs start */
 	if (!rc && restore)
-		rc = vm_restore_clock(vm, err);
+		rc = vm_restore_clock(&vm->restore, vm->fd, err);
 	if (rc)
 		goto fail;
-	if (cfg->verbose) {
-		char host[96];
-
-		host_describe(&vm->kvm_host, host, sizeof(host));
-		vm_log(vm, "host: %s", host);
-		if (restore) {
-			vm_log(vm, "restored %s (kernel %s): %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
-			       cfg->restore, vm->cfg.kernel, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
-		} else {
-			vm_log(vm, "boot protocol %s: %s", boot_proto_name(vm->boot.proto), vm->boot.why);
-			for (unsigned i = 0; i < vm->boot.nr_modules; i++)
-				vm_log(vm, "initrd %u '%s': %" PRIu64 " bytes at 0x%" PRIx64, i,
-				       cfg->initrd[i], vm->boot.mod_len[i], vm->boot.mod_gpa[i]);
-			vm_log(vm,
-			       "kernel %s: entry 0x%" PRIx64 ", %u segments at 0x%" PRIx64 "-0x%" PRIx64
-			       "; %u vCPUs, %" PRIu64 " MiB, TSC %u kHz",
-			       cfg->kernel, vm->kernel.entry, vm->kernel.nr_segments, vm->kernel.low,
-			       vm->kernel.high, vm->nr_vcpus, vm->mem.size >> 20, vm->tsc_khz);
-		}
-	}
+	if (cfg->verbose)
+		log_setup(vm);
 	*out = vm;
 	return 0;
 fail:
@@ -234,253 +274,67 @@ fail:
 	return rc;
 }
 
-static void vm_stop_vcpus(struct vm *vm)
+static void stop_vcpus(struct vm *vm)
 {
-	atomic_store(&vm->stopping, true);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		if (vm->vcpus[i].run)
-			vcpu_kick(&vm->vcpus[i]);
+	vmctl_stop_all(&vm->ctl);
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		vcpu_join(&vm->vcpus[i]);
 }
 
-static void feed_stdin(struct vm *vm, struct pollfd *p)
+/* start: every vCPU thread loads its seccomp filter, then the main thread its own, then they run. */
+static int start(struct vm *vm, struct errbuf *why)
 {
-	uint8_t buf[256];
-	ssize_t n = read(STDIN_FILENO, buf, sizeof(buf));
+	int rc = seccomp_prepare(why);
 
-	if (n > 0)
-		serial_push_input(vm_device(vm, &dev_serial), buf, (size_t)n);
-	else if (n == 0 || (errno != EINTR && errno != EAGAIN))
-		p->fd = -1; /* EOF: stop polling stdin */
-}
-
-/* Main thread: wait for a stop request, a signal or the deadline; serve the API. */
-static void vm_wait(struct vm *vm, int sfd)
-{
-	uint64_t deadline = vm->cfg.timeout_ms ? util_now_ns() + vm->cfg.timeout_ms * 1000000ULL : 0;
-	struct pollfd p[3 + 1 + API_MAX_CLIENTS] = {
-		{ .fd = vm->stop_efd, .events = POLLIN },
-		{ .fd = sfd, .events = POLLIN },
-		{ .fd = vm->cfg.stdin_input ? STDIN_FILENO : -1, .events = POLLIN },
-	};
-
-	while (!atomic_load(&vm->stopping)) {
-		/* Profiling: drained often enough that a ring at the rate cap never fills. */
-		int wait_ms = vm->prof.spec.n ? VM_PROFILE_DRAIN_MS : VM_STATS_VM_PERIOD_MS;
-		int napi = api_pollfds(&vm->api, &p[3], 1 + API_MAX_CLIENTS);
-
-		if (deadline) {
-			uint64_t now = util_now_ns();
-
-			if (now >= deadline) {
-				vm_request_stop(vm, PV_EXIT_TIMEOUT,
-						"timeout: the guest ran longer than %" PRIu64 " s",
-						vm->cfg.timeout_ms / 1000);
-				break;
-			}
-			if ((deadline - now) / 1000000 < (uint64_t)wait_ms)
-				wait_ms = (int)((deadline - now + 999999) / 1000000);
-		}
-		if (poll(p, (nfds_t)(3 + napi), wait_ms) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents & POLLIN) {
-			struct signalfd_siginfo si;
-
-			if (read(sfd, &si, sizeof(si)) == sizeof(si))
-				vm_request_stop(vm, PV_EXIT_SIGNAL_BASE + (int)si.ssi_signo,
-						"stopped by signal %s", strsignal((int)si.ssi_signo));
-		}
-		if (p[2].revents & (POLLIN | POLLHUP))
-			feed_stdin(vm, &p[2]);
-		api_service(vm, &p[3], napi);
-		vm_profile_drain(vm);
-		vm_stats_refresh_running(vm);
-		vm_stats_update_vm(vm);
-	}
-}
-
-/*
- * An I/O, MMIO or MSR exit is complete (RIP advanced, a read's value in the
- * guest's registers) only once KVM_RUN is entered again: do that now, with
- * immediate_exit set so no guest instruction runs, so the state a snapshot
- * reads is consistent (KVM's api.rst, KVM_RUN). Not an exit: not counted.
- */
-static void complete_pending_exit(struct vcpu *v)
-{
-	switch (v->run->exit_reason) {
-	case KVM_EXIT_IO:
-	case KVM_EXIT_MMIO:
-	case KVM_EXIT_X86_RDMSR:
-	case KVM_EXIT_X86_WRMSR:
-		__atomic_store_n(&v->run->immediate_exit, 1, __ATOMIC_SEQ_CST);
-		(void)ioctl(v->fd, KVM_RUN, 0); /* returns -EINTR at once */
-		break;
-	default:
-		break;
-	}
-}
-
-void vm_park_vcpu(struct vcpu *v)
-{
-	struct vm *vm = v->vm;
-
-	complete_pending_exit(v);
-	pthread_mutex_lock(&vm->stop_lock);
-	vm->nr_parked++;
-	pthread_cond_broadcast(&vm->pause_cond);
-	while (atomic_load(&vm->paused) && !atomic_load(&vm->stopping)) {
-		if (v->park_work) {
-			void (*fn)(struct vcpu *, void *) = v->park_work;
-
-			pthread_mutex_unlock(&vm->stop_lock);
-			fn(v, v->park_arg);
-			pthread_mutex_lock(&vm->stop_lock);
-			v->park_work = NULL;
-			pthread_cond_broadcast(&vm->pause_cond);
-			continue;
-		}
-		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
-	}
-	vm->nr_parked--;
-	pthread_mutex_unlock(&vm->stop_lock);
-	/* The kick that parked us set immediate_exit; clear it unless we are stopping. */
-	if (!atomic_load(&vm->stopping))
-		__atomic_store_n(&v->run->immediate_exit, 0, __ATOMIC_SEQ_CST);
-}
-
-void vm_pause(struct vm *vm)
-{
-	if (atomic_exchange(&vm->paused, true))
-		return;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		vcpu_kick(&vm->vcpus[i]);
-	pthread_mutex_lock(&vm->stop_lock);
-	while (vm->nr_parked < vm->nr_vcpus && !atomic_load(&vm->stopping))
-		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
-	pthread_mutex_unlock(&vm->stop_lock);
-}
-
-void vm_wait_start_gate(struct vm *vm)
-{
-	pthread_mutex_lock(&vm->stop_lock);
-	while (!vm->start_gate && !atomic_load(&vm->stopping))
-		pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
-	pthread_mutex_unlock(&vm->stop_lock);
-}
-
-void vm_on_parked_vcpus(struct vm *vm, void (*fn)(struct vcpu *v, void *arg), void *arg)
-{
-	bool busy = true;
-
-	pthread_mutex_lock(&vm->stop_lock);
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		vm->vcpus[i].park_work = fn;
-		vm->vcpus[i].park_arg = arg;
-	}
-	pthread_cond_broadcast(&vm->pause_cond);
-	while (busy && !atomic_load(&vm->stopping)) {
-		busy = false;
-		for (unsigned i = 0; i < vm->nr_vcpus; i++)
-			busy |= vm->vcpus[i].park_work != NULL;
-		if (busy)
-			pthread_cond_wait(&vm->pause_cond, &vm->stop_lock);
-	}
-	pthread_mutex_unlock(&vm->stop_lock);
-}
-
-void vm_log_first_run(struct vm *vm, uint64_t now)
-{
-	vm->first_run_logged = true;
-	if (vm->cfg.verbose)
-		vm_log(vm, "restore: the guest's first KVM_RUN %" PRIu64 " us after the restore began",
-		       (now - vm->created_ns) / 1000);
-}
-
-void vm_resume(struct vm *vm)
-{
-	pthread_mutex_lock(&vm->stop_lock);
-	atomic_store(&vm->paused, false);
-	pthread_cond_broadcast(&vm->pause_cond);
-	pthread_mutex_unlock(&vm->stop_lock);
-}
-
-/* Bytes of guest RAM resident in host memory (for --verbose and the bench). */
-static uint64_t vm_guest_resident(const struct vm *vm)
-{
-	size_t pages = vm->mem.size / 4096;
-	unsigned char *vec = malloc(pages);
-	uint64_t n = 0;
-
-	if (!vec)
-		return 0;
-	if (mincore(vm->mem.hva, vm->mem.size, vec) == 0)
-		for (size_t i = 0; i < pages; i++)
-			n += vec[i] & 1;
-	free(vec);
-	return n * 4096;
-}
-
-int vm_run(struct vm *vm, struct errbuf *why)
-{
-	struct errbuf perr;
-	sigset_t sigs;
-	int sfd, rc = 0;
-
-	vm_stop_signals(&sigs);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
-	if (sfd < 0)
-		return errbuf_set(why, PV_EXIT_VMM_ERROR, "signalfd: %s", strerror(errno));
-
-	/* start: every vCPU thread loads its seccomp filter, then the main thread its own, then they run */
-	rc = seccomp_prepare(why);
 	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
 		rc = vcpu_start(&vm->vcpus[i], why);
 	if (!rc && vm->cfg.verbose && vm->cfg.seccomp != SECCOMP_OFF) {
 		unsigned vi, mi, vn = seccomp_allowed_count(SECCOMP_THREAD_VCPU, &vi),
 				 mn = seccomp_allowed_count(SECCOMP_THREAD_MAIN, &mi);
 
-		vm_log(vm,
-		       "seccomp %s: vCPU threads allow %u system calls (%u ioctl requests), the main thread %u (%u)",
+		vm_log("seccomp %s: vCPU threads allow %u system calls (%u ioctl requests), the main thread %u (%u)",
 		       vm->cfg.seccomp == SECCOMP_LOG ? "log" : "on", vn, vi, mn, mi);
 	}
 	if (!rc)
 		rc = seccomp_install(vm->cfg.seccomp, SECCOMP_THREAD_MAIN, 0, why);
-	pthread_mutex_lock(&vm->stop_lock);
-	vm->start_gate = true;
-	pthread_cond_broadcast(&vm->pause_cond);
-	pthread_mutex_unlock(&vm->stop_lock);
-	if (rc)
-		vm_request_stop(vm, PV_EXIT_VMM_ERROR, "%s", why->msg);
+	vmctl_open_gate(&vm->ctl);
+	return rc;
+}
+
+int vm_run(struct vm *vm, struct errbuf *why)
+{
+	struct errbuf perr;
+	sigset_t sigs;
+	int sfd;
+
+	vm_stop_signals(&sigs);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
+	if (sfd < 0)
+		return errbuf_set(why, PV_EXIT_VMM_ERROR, "signalfd: %s", strerror(errno));
+	if (start(vm, why))
+		vmctl_request_stop(&vm->ctl, PV_EXIT_VMM_ERROR, "%s", why->msg);
 	else
-		vm_wait(vm, sfd);
-	vm_stop_vcpus(vm);
+		vm_main_loop(&(struct main_loop_env){
+			.ctl = &vm->ctl,
+			.timeout_ms = vm->cfg.timeout_ms,
+			.signal_fd = sfd,
+			.input = vm->cfg.stdin_input ? vm_devices_find(vm->devs, &dev_serial) : NULL,
+			.api = &vm->api,
+			.api_env = &vm->api_env,
+			.prof = vm->prof,
+			.stats = vm->stats,
+		});
+	stop_vcpus(vm);
 	close(sfd);
 
-	vm_stats_stop(vm);
-	if (vm_profile_write(vm, &perr))
-		vm_log(vm, "%s", perr.msg);
-	if (vm->cfg.verbose)
-		for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-			const struct vm_stats_fields *f = &vm->sf;
-			struct stats_region *r = vm->stats;
-
-			vm_log(vm,
-			       "vCPU %u: %" PRIu64 " exits (io %" PRIu64 ", mmio %" PRIu64 ", msr %" PRIu64
-			       "/%" PRIu64 ", intr %" PRIu64 ", other %" PRIu64 "), %" PRIu64
-			       " us in KVM_RUN",
-			       i, sb_get(r, i, f->exits), sb_get(r, i, f->exit_io),
-			       sb_get(r, i, f->exit_mmio), sb_get(r, i, f->exit_msr_read),
-			       sb_get(r, i, f->exit_msr_write), sb_get(r, i, f->exit_intr),
-			       sb_get(r, i, f->exit_other), sb_get(r, i, f->run_ns) / 1000);
-		}
-	if (vm->cfg.verbose)
-		vm_log(vm, "guest memory resident: %" PRIu64 " KiB", vm_guest_resident(vm) >> 10);
-	pthread_mutex_lock(&vm->stop_lock);
-	snprintf(why->msg, sizeof(why->msg), "%s", vm->stop_why);
-	rc = vm->stop_status;
-	pthread_mutex_unlock(&vm->stop_lock);
-	return rc;
+	vm_stats_stop(vm->stats);
+	if (vm_profile_write(vm->prof, &perr))
+		vm_log("%s", perr.msg);
+	if (vm->cfg.verbose) {
+		vm_stats_log_vcpus(vm->stats);
+		vm_log("guest memory resident: %" PRIu64 " KiB", gmem_resident_bytes(&vm->mem) >> 10);
+	}
+	return vmctl_stop_status(&vm->ctl, why->msg, sizeof(why->msg));
 }
 
 void vm_destroy(struct vm *vm)
@@ -488,28 +342,23 @@ void vm_destroy(struct vm *vm)
 	if (!vm)
 		return;
 	/* Reverse of vm_create: threads, API, stats (uses the vCPUs), vCPUs, devices, ... */
-	if (vm->vcpus)
-		vm_stop_vcpus(vm);
+	if (vm->vcpus && vm->ctl.vcpu)
+		stop_vcpus(vm);
 	api_fini(&vm->api);
-	vm_stats_destroy(vm);
-	vm_profile_destroy(vm);
-	if (vm->vcpus) {
-		for (unsigned i = 0; i < vm->nr_vcpus; i++)
-			vcpu_fini(&vm->vcpus[i]);
-		free(vm->vcpus);
-		vm->vcpus = NULL;
-	}
-	vm_devices_destroy(vm);
+	vm_stats_destroy(vm->stats);
+	vm_profile_destroy(vm->prof);
+	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	free(vm->vcpus);
+	vm_pmu_destroy(vm->pmu);
+	vm_devices_destroy(vm->devs);
 	bus_fini(&vm->bus);
 	console_fini(&vm->console);
 	if (vm->fd >= 0)
 		close(vm->fd);
 	gmem_fini(&vm->mem);
 	kvmsys_close(&vm->kvm);
-	vm_restore_free(vm);
-	if (vm->stop_efd >= 0)
-		close(vm->stop_efd);
-	pthread_cond_destroy(&vm->pause_cond);
-	pthread_mutex_destroy(&vm->stop_lock);
+	vm_restore_fini(&vm->restore);
+	vmctl_fini(&vm->ctl);
 	free(vm);
 }

@@ -7,7 +7,7 @@
  * its ring; the main thread drains the rings, and writes the profile at
  * the end. No guest cooperation.
  */
-#include "vm_internal.h"
+#include "vm_profile.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "control.h"
+
 #define PROF_MAX_STACKS 65536 /* distinct stacks kept; more are counted as lost */
 /*
  * mode=leaf: data pages of each counter's perf ring (16 bytes a sample):
@@ -36,6 +38,44 @@
 #define PTE_PRESENT 1ULL
 #define PTE_LARGE (1ULL << 7)
 #define PTE_ADDR 0x000ffffffffff000ULL
+
+/* One vCPU's sampling: its counters and ring. Its own thread, the ring's consumer aside. */
+struct prof_vcpu {
+	unsigned index;
+	int fd;		     /* the vCPU's: KVM_GET_REGS */
+	struct kvm_run *run; /* its registers, with KVM_CAP_SYNC_REGS */
+	struct sb_entry e;
+	int prof_fd[PROF_MAX_EVENTS];
+	struct prof_ring ring;
+	uint64_t last_ns; /* the last sample, for the rate cap */
+	/* This process's counts (the stats fields continue across a restore); main reads them relaxed. */
+	uint64_t samples, dropped, throttled, sample_ns;
+	/*
+	 * mode=leaf: each counter's perf ring buffer, mapped by this thread
+	 * before its filter goes on, read and unmapped by the main thread,
+	 * which then also keeps the counts above; pub_* is what the stats
+	 * entry's writer of the moment published of them (publish_hook).
+	 */
+	void *map[PROF_MAX_EVENTS];
+	size_t map_len[PROF_MAX_EVENTS];
+	uint64_t pub_samples, pub_dropped, pub_throttled;
+};
+
+struct vm_profile {
+	struct prof_spec spec; /* spec.n == 0: off */
+	struct prof_symtab syms;
+	struct prof_data data;
+	char out_dir[4096];
+	uint64_t start_ns;
+	const char *kernel; /* whose symbols */
+	bool sync_regs;	    /* KVM_CAP_SYNC_REGS: registers in kvm_run, no ioctl per sample */
+	bool sigio;	    /* PERFVISOR_PROFILE_SIGIO (tests): counters send plain SIGIO */
+	const struct gmem *mem;
+	unsigned nr_vcpus;
+	struct prof_vcpu *v;
+	struct sb_field f_samples, f_dropped, f_throttled, f_sample_ns;
+	bool stats; /* the fields above and each entry are known */
+};
 
 int vm_profile_signal(void)
 {
@@ -57,25 +97,28 @@ static int parent_writable(const char *dir)
 	return access(parent, W_OK | X_OK) ? -errno : 0;
 }
 
-int vm_profile_create(struct vm *vm, struct errbuf *err)
+int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *cfg, struct errbuf *err)
 {
-	struct vm_profile *p = &vm->prof;
-	const char *symfile = vm->cfg.symbols ? vm->cfg.symbols : vm->cfg.kernel;
+	struct vm_profile *p = calloc(1, sizeof(*p));
+	const char *symfile = cfg->symbols ? cfg->symbols : cfg->kernel;
 	struct stat st;
 	void *buf = NULL;
 	size_t len = 0;
 	int rc;
 
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		for (unsigned e = 0; e < PROF_MAX_EVENTS; e++) {
-			vm->vcpus[i].prof_fd[e] = -1;
-			vm->vcpus[i].prof_map[e] = NULL;
-		}
-	p->spec = vm->cfg.prof;
+	*out = p;
+	if (!p || !(p->v = calloc(cfg->nr_vcpus ? cfg->nr_vcpus : 1, sizeof(*p->v))))
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	p->nr_vcpus = cfg->nr_vcpus;
+	p->mem = cfg->mem;
+	for (unsigned i = 0; i < p->nr_vcpus; i++)
+		for (unsigned e = 0; e < PROF_MAX_EVENTS; e++)
+			p->v[i].prof_fd[e] = -1;
+	p->spec = *cfg->spec;
 	if (!p->spec.n)
 		return 0;
-	if (vm->cfg.profile_output)
-		snprintf(p->out_dir, sizeof(p->out_dir), "%s", vm->cfg.profile_output);
+	if (cfg->output)
+		snprintf(p->out_dir, sizeof(p->out_dir), "%s", cfg->output);
 	else
 		snprintf(p->out_dir, sizeof(p->out_dir), "perfvisor-profile.%d", (int)getpid());
 	if (stat(p->out_dir, &st) == 0)
@@ -86,26 +129,26 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 		return errbuf_set(err, rc, "--profile-output '%s': its parent directory: %s", p->out_dir,
 				  strerror(-rc));
 	p->kernel = symfile;
-	rc = loader_read_file(symfile, vm->cfg.symbols ? "--symbols" : "kernel", 1ULL << 30, &buf, &len, err);
+	rc = loader_read_file(symfile, cfg->symbols ? "--symbols" : "kernel", 1ULL << 30, &buf, &len, err);
 	if (!rc && loader_is_elf(buf, len))
 		rc = prof_symtab_load_elf(&p->syms, buf, len, err);
-	else if (!rc && vm->cfg.symbols)
+	else if (!rc && cfg->symbols)
 		rc = prof_symtab_load_text(&p->syms, buf, len, err);
 	/* else a bzImage or flat kernel has no symbols: samples show addresses */
 	free(buf);
 	if (rc) {
-		loader_prefix_error(err, vm->cfg.symbols ? "--symbols" : "kernel", symfile);
-		if (vm->cfg.symbols)
+		loader_prefix_error(err, cfg->symbols ? "--symbols" : "kernel", symfile);
+		if (cfg->symbols)
 			return rc;
 		/* The kernel's own table is a bonus (and a restore may not find the file again). */
-		vm_log(vm, "profile: no symbols from the kernel (%s); samples show addresses", err->msg);
+		vm_log("profile: no symbols from the kernel (%s); samples show addresses", err->msg);
 		prof_symtab_fini(&p->syms);
 	}
 	if (!p->syms.source[0])
 		snprintf(p->syms.source, sizeof(p->syms.source), "none");
-	rc = prof_data_init(&p->data, vm->nr_vcpus, PROF_MAX_STACKS);
-	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
-		rc = prof_ring_init(&vm->vcpus[i].prof_ring);
+	rc = prof_data_init(&p->data, p->nr_vcpus, PROF_MAX_STACKS);
+	for (unsigned i = 0; i < p->nr_vcpus && !rc; i++)
+		rc = prof_ring_init(&p->v[i].ring);
 	if (rc)
 		return errbuf_set(err, rc, "profile: out of memory");
 	p->start_ns = util_now_ns();
@@ -115,11 +158,11 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	 */
 	p->sigio = getenv("PERFVISOR_PROFILE_SIGIO") != NULL;
 	/* KVM copies the registers into kvm_run at every exit: a sample then costs no ioctl. */
-	rc = ioctl(vm->kvm.fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
+	rc = ioctl(cfg->kvm->fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
 	p->sync_regs = rc > 0 && (rc & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) ==
 					 (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS);
-	if (vm->cfg.verbose)
-		vm_log(vm, "profile: %s, %zu symbols (%s), %s, output %s", p->spec.text, p->syms.n,
+	if (cfg->verbose)
+		vm_log("profile: %s, %zu symbols (%s), %s, output %s", p->spec.text, p->syms.n,
 		       p->syms.source,
 		       p->spec.leaf ? "samples written by the host kernel into perf ring buffers (no stacks)"
 		       : p->sync_regs ? "registers by KVM_CAP_SYNC_REGS"
@@ -128,56 +171,115 @@ int vm_profile_create(struct vm *vm, struct errbuf *err)
 	return 0;
 }
 
-void vm_profile_destroy(struct vm *vm)
+void vm_profile_destroy(struct vm_profile *p)
 {
-	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++) {
-		struct vcpu *v = &vm->vcpus[i];
+	if (!p)
+		return;
+	for (unsigned i = 0; p->v && i < p->nr_vcpus; i++) {
+		struct prof_vcpu *v = &p->v[i];
 
-		prof_ring_fini(&v->prof_ring);
-		for (unsigned e = 0; vm->prof.spec.n && e < PROF_MAX_EVENTS; e++) {
-			if (v->prof_map[e])
-				munmap(v->prof_map[e], v->prof_map_len[e]);
-			v->prof_map[e] = NULL;
+		prof_ring_fini(&v->ring);
+		for (unsigned e = 0; p->spec.n && e < PROF_MAX_EVENTS; e++) {
+			if (v->map[e])
+				munmap(v->map[e], v->map_len[e]);
+			v->map[e] = NULL;
 		}
 	}
-	prof_data_fini(&vm->prof.data);
-	prof_symtab_fini(&vm->prof.syms);
+	prof_data_fini(&p->data);
+	prof_symtab_fini(&p->syms);
+	free(p->v);
+	free(p);
+}
+
+bool vm_profile_on(const struct vm_profile *p)
+{
+	return p && p->spec.n;
+}
+
+/* Add to field what the main thread counted in *count since the last time (*published). */
+static void publish_delta(struct sb_entry e, struct sb_field field, const uint64_t *count,
+			  uint64_t *published)
+{
+	uint64_t n = __atomic_load_n(count, __ATOMIC_RELAXED);
+
+	sb_add(e, field, n - *published);
+	*published = n;
+}
+
+/* mode=leaf: the main thread's sample counts into vCPU i's entry; by its writer, inside an update. */
+static void publish_hook(void *ctx, unsigned i, struct sb_entry e)
+{
+	struct vm_profile *p = ctx;
+	struct prof_vcpu *v = &p->v[i];
+
+	publish_delta(e, p->f_samples, &v->samples, &v->pub_samples);
+	publish_delta(e, p->f_dropped, &v->dropped, &v->pub_dropped);
+	publish_delta(e, p->f_throttled, &v->throttled, &v->pub_throttled);
+}
+
+void vm_profile_stats_ready(struct vm_profile *p, struct vm_stats *s)
+{
+	const struct vm_stats_fields *sf = vm_stats_fields(s);
+
+	p->f_samples = sf->prof_samples;
+	p->f_dropped = sf->prof_dropped;
+	p->f_throttled = sf->prof_throttled;
+	p->f_sample_ns = sf->prof_sample_ns;
+	for (unsigned i = 0; i < p->nr_vcpus; i++)
+		p->v[i].e = vm_stats_entry(s, i);
+	p->stats = true;
+	if (p->spec.leaf)
+		vm_stats_set_publish_hook(s, publish_hook, p);
 }
 
 /* ---- the vCPU thread ----------------------------------------------------------------- */
 
-int vm_profile_vcpu_start(struct vcpu *v, struct errbuf *err)
+int vm_profile_vcpu_start(struct vm_profile *p, unsigned i, int vcpu_fd, struct kvm_run *run,
+			  struct errbuf *err)
 {
-	const struct prof_spec *s = &v->vm->prof.spec;
+	const struct prof_spec *s;
+	struct prof_vcpu *v;
 
-	for (unsigned i = 0; i < s->n; i++) {
-		int fd = s->leaf ? pmu_perf_open_ring(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS,
-						      s->e[i].period, PROF_PERF_PAGES, &v->prof_map[i],
-						      &v->prof_map_len[i])
-				 : pmu_perf_open(s->e[i].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS, s->e[i].period,
-						 v->vm->prof.sigio ? 0 : vm_profile_signal());
+	if (!vm_profile_on(p))
+		return 0;
+	s = &p->spec;
+	v = &p->v[i];
+	v->index = i;
+	v->fd = vcpu_fd;
+	v->run = run;
+	for (unsigned k = 0; k < s->n; k++) {
+		int fd = s->leaf ? pmu_perf_open_ring(s->e[k].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS,
+						      s->e[k].period, PROF_PERF_PAGES, &v->map[k],
+						      &v->map_len[k])
+				 : pmu_perf_open(s->e[k].ev, PV_PMU_CFG_USR | PV_PMU_CFG_OS, s->e[k].period,
+						 p->sigio ? 0 : vm_profile_signal());
 
 		if (fd < 0)
-			return errbuf_set(err, fd, "vCPU %u: --profile %s: perf_event_open: %s", v->index,
-					  s->e[i].ev->name, strerror(-fd));
-		v->prof_fd[i] = fd;
+			return errbuf_set(err, fd, "vCPU %u: --profile %s: perf_event_open: %s", i,
+					  s->e[k].ev->name, strerror(-fd));
+		v->prof_fd[k] = fd;
 	}
-	if (s->n && !s->leaf && v->vm->prof.sync_regs)
-		v->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	if (s->n && !s->leaf && p->sync_regs)
+		run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	return 0;
 }
 
-void vm_profile_vcpu_stop(struct vcpu *v)
+void vm_profile_vcpu_stop(struct vm_profile *p, unsigned i)
 {
-	for (unsigned i = 0; i < PROF_MAX_EVENTS; i++) {
-		if (v->prof_fd[i] >= 0)
-			close(v->prof_fd[i]);
-		v->prof_fd[i] = -1;
+	struct prof_vcpu *v;
+
+	if (!vm_profile_on(p))
+		return;
+	v = &p->v[i];
+	for (unsigned k = 0; k < PROF_MAX_EVENTS; k++) {
+		if (v->prof_fd[k] >= 0)
+			close(v->prof_fd[k]);
+		v->prof_fd[k] = -1;
 	}
 }
 
 /* Guest-virtual to guest-physical through the guest's own page tables (4- or 5-level, or none). */
-static bool translate(const struct vm *vm, const struct kvm_sregs *sr, uint64_t gva, uint64_t *gpa)
+static bool translate(const struct gmem *mem, const struct kvm_sregs *sr, uint64_t gva, uint64_t *gpa)
 {
 	int levels = sr->cr4 & X86_CR4_LA57 ? 5 : 4;
 	uint64_t table = sr->cr3 & PTE_ADDR;
@@ -190,7 +292,7 @@ static bool translate(const struct vm *vm, const struct kvm_sregs *sr, uint64_t 
 		return false; /* 32-bit paging: not walked (docs/profiling.md, limits) */
 	for (int lvl = levels; lvl >= 1; lvl--) {
 		unsigned shift = 12 + 9 * (unsigned)(lvl - 1);
-		const uint64_t *pte = gmem_hva(&vm->mem, table + ((gva >> shift) & 511) * 8, 8);
+		const uint64_t *pte = gmem_hva(mem, table + ((gva >> shift) & 511) * 8, 8);
 		uint64_t e;
 
 		if (!pte)
@@ -210,14 +312,14 @@ static bool translate(const struct vm *vm, const struct kvm_sregs *sr, uint64_t 
 }
 
 /* One 8-byte word of guest-virtual memory. */
-static bool read_guest_u64(const struct vm *vm, const struct kvm_sregs *sr, uint64_t gva, uint64_t *out)
+static bool read_guest_u64(const struct gmem *mem, const struct kvm_sregs *sr, uint64_t gva, uint64_t *out)
 {
 	uint64_t gpa;
 	const uint64_t *p;
 
-	if (gva & 7 || !translate(vm, sr, gva, &gpa))
+	if (gva & 7 || !translate(mem, sr, gva, &gpa))
 		return false;
-	p = gmem_hva(&vm->mem, gpa, 8);
+	p = gmem_hva(mem, gpa, 8);
 	if (!p)
 		return false;
 	*out = __atomic_load_n(p, __ATOMIC_RELAXED);
@@ -229,7 +331,8 @@ static bool read_guest_u64(const struct vm *vm, const struct kvm_sregs *sr, uint
  * return address. Frames must move up the stack (so the walk ends), and
  * every word is read through a checked translation.
  */
-static void walk_stack(const struct vm *vm, const struct kvm_sregs *sr, uint64_t rbp, struct prof_sample *s)
+static void walk_stack(const struct gmem *mem, const struct kvm_sregs *sr, uint64_t rbp,
+		       struct prof_sample *s)
 {
 	bool wide = (sr->efer & X86_EFER_LMA) && sr->cs.l;
 
@@ -238,7 +341,7 @@ static void walk_stack(const struct vm *vm, const struct kvm_sregs *sr, uint64_t
 	while (s->depth < PROF_MAX_DEPTH && rbp) {
 		uint64_t next, ret;
 
-		if (!read_guest_u64(vm, sr, rbp, &next) || !read_guest_u64(vm, sr, rbp + 8, &ret)) {
+		if (!read_guest_u64(mem, sr, rbp, &next) || !read_guest_u64(mem, sr, rbp + 8, &ret)) {
 			s->flags |= PROF_SAMPLE_TRUNCATED;
 			return;
 		}
@@ -255,17 +358,19 @@ static void walk_stack(const struct vm *vm, const struct kvm_sregs *sr, uint64_t
  * Count n in one of this vCPU's profile counts (this process's, which the
  * main thread reads) and in its stats field. The vCPU thread, its writer.
  */
-static void count(struct vcpu *v, uint64_t *mine, struct sb_field f, uint64_t n)
+static void count(struct vm_profile *p, struct prof_vcpu *v, uint64_t *mine, struct sb_field f, uint64_t n)
 {
 	__atomic_store_n(mine, *mine + n, __ATOMIC_RELAXED);
-	sb_begin(v->stats);
-	sb_add(v->stats, f, n);
-	sb_end(v->stats);
+	if (!p->stats)
+		return;
+	sb_begin(v->e);
+	sb_add(v->e, f, n);
+	sb_end(v->e);
 }
 
-void vm_profile_sample(struct vcpu *v, int fd)
+void vm_profile_sample(struct vm_profile *p, unsigned i, int fd)
 {
-	const struct vm_stats_fields *sf = &v->vm->sf;
+	struct prof_vcpu *v;
 	uint64_t t0 = util_now_ns(), t1;
 	struct kvm_regs regs_buf;
 	struct kvm_sregs sregs_buf;
@@ -275,42 +380,45 @@ void vm_profile_sample(struct vcpu *v, int fd)
 	uint64_t *mine;
 	bool pushed;
 
-	if (!v->vm->prof.spec.n)
+	if (!vm_profile_on(p))
 		return;
+	v = &p->v[i];
 	/* The rate cap: at most PROF_MAX_RATE samples a second per vCPU. */
-	if (v->prof_last_ns && t0 - v->prof_last_ns < 1000000000ULL / PROF_MAX_RATE) {
-		count(v, &v->prof_throttled, sf->prof_throttled, 1);
+	if (v->last_ns && t0 - v->last_ns < 1000000000ULL / PROF_MAX_RATE) {
+		count(p, v, &v->throttled, p->f_throttled, 1);
 		return;
 	}
-	v->prof_last_ns = t0;
-	if (v->vm->prof.sync_regs) {
+	v->last_ns = t0;
+	if (p->sync_regs) {
 		/* As of the last return from KVM_RUN: the guest has not run since. */
 		regs = &v->run->s.regs.regs;
 		sregs = &v->run->s.regs.sregs;
 	} else if (ioctl(v->fd, KVM_GET_REGS, &regs_buf) < 0 || ioctl(v->fd, KVM_GET_SREGS, &sregs_buf) < 0) {
 		/* No registers, no sample: counted as dropped, never silently. */
-		count(v, &v->prof_dropped, sf->prof_dropped, 1);
+		count(p, v, &v->dropped, p->f_dropped, 1);
 		return;
 	}
 	memset(&s, 0, offsetof(struct prof_sample, pc));
-	s.vcpu = v->index;
+	s.vcpu = i;
 	s.cpl = sregs->cs.selector & 3;
-	for (unsigned i = 0; i < PROF_MAX_EVENTS; i++)
-		if (v->prof_fd[i] == fd && fd >= 0)
-			s.event = (uint8_t)i;
+	for (unsigned k = 0; k < PROF_MAX_EVENTS; k++)
+		if (v->prof_fd[k] == fd && fd >= 0)
+			s.event = (uint8_t)k;
 	s.pc[0] = regs->rip;
 	s.depth = 1;
-	walk_stack(v->vm, sregs, regs->rbp, &s);
-	pushed = prof_ring_push(&v->prof_ring, &s);
-	mine = pushed ? &v->prof_samples : &v->prof_dropped;
+	walk_stack(p->mem, sregs, regs->rbp, &s);
+	pushed = prof_ring_push(&v->ring, &s);
+	mine = pushed ? &v->samples : &v->dropped;
 	t1 = util_now_ns();
 	/* One stats update for both: the sample (or its drop) and its cost. */
 	__atomic_store_n(mine, *mine + 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->prof_sample_ns, v->prof_sample_ns + (t1 - t0), __ATOMIC_RELAXED);
-	sb_begin(v->stats);
-	sb_add(v->stats, pushed ? sf->prof_samples : sf->prof_dropped, 1);
-	sb_add(v->stats, sf->prof_sample_ns, t1 - t0);
-	sb_end(v->stats);
+	__atomic_store_n(&v->sample_ns, v->sample_ns + (t1 - t0), __ATOMIC_RELAXED);
+	if (!p->stats)
+		return;
+	sb_begin(v->e);
+	sb_add(v->e, pushed ? p->f_samples : p->f_dropped, 1);
+	sb_add(v->e, p->f_sample_ns, t1 - t0);
+	sb_end(v->e);
 }
 
 /* ---- the main thread ----------------------------------------------------------------- */
@@ -321,9 +429,9 @@ void vm_profile_sample(struct vcpu *v, int fd)
  * data_tail). Samples go into the profile; LOST records count as dropped,
  * THROTTLE records (the kernel's own rate limit) as throttled.
  */
-static void drain_perf_ring(struct vm *vm, struct vcpu *v, unsigned e)
+static void drain_perf_ring(struct vm_profile *p, struct prof_vcpu *v, unsigned e)
 {
-	struct perf_event_mmap_page *mp = v->prof_map[e];
+	struct perf_event_mmap_page *mp = v->map[e];
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), head, tail, size, samples = 0, dropped = 0,
 		 throttled = 0;
 	const uint8_t *data;
@@ -331,7 +439,7 @@ static void drain_perf_ring(struct vm *vm, struct vcpu *v, unsigned e)
 	if (!mp)
 		return;
 	/* Kernels before 4.1 leave data_offset/data_size 0: the data follow the first page. */
-	size = mp->data_size ? mp->data_size : v->prof_map_len[e] - page;
+	size = mp->data_size ? mp->data_size : v->map_len[e] - page;
 	data = (const uint8_t *)mp + (mp->data_offset ? mp->data_offset : page);
 	head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	tail = mp->data_tail;
@@ -344,7 +452,7 @@ static void drain_perf_ring(struct vm *vm, struct vcpu *v, unsigned e)
 			break; /* not a record: skip what is left */
 		if (r.type == PERF_RECORD_SAMPLE) {
 			prof_perf_sample(&r, v->index, (uint8_t)e, &s);
-			prof_data_add(&vm->prof.data, &s);
+			prof_data_add(&p->data, &s);
 			samples++;
 		} else if (r.type == PERF_RECORD_LOST) {
 			dropped += r.value;
@@ -355,70 +463,51 @@ static void drain_perf_ring(struct vm *vm, struct vcpu *v, unsigned e)
 	}
 	__atomic_store_n(&mp->data_tail, head, __ATOMIC_RELEASE);
 	/* Only this thread writes them in this mode; the vCPU's stats writer reads them. */
-	__atomic_store_n(&v->prof_samples, v->prof_samples + samples, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->prof_dropped, v->prof_dropped + dropped, __ATOMIC_RELAXED);
-	__atomic_store_n(&v->prof_throttled, v->prof_throttled + throttled, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->samples, v->samples + samples, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->dropped, v->dropped + dropped, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->throttled, v->throttled + throttled, __ATOMIC_RELAXED);
 }
 
-void vm_profile_drain(struct vm *vm)
+void vm_profile_drain(struct vm_profile *p)
 {
 	struct prof_sample s;
 
-	if (!vm->prof.spec.n)
+	if (!vm_profile_on(p))
 		return;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		while (prof_ring_pop(&vm->vcpus[i].prof_ring, &s))
-			prof_data_add(&vm->prof.data, &s);
-		for (unsigned e = 0; vm->prof.spec.leaf && e < vm->prof.spec.n; e++)
-			drain_perf_ring(vm, &vm->vcpus[i], e);
+	for (unsigned i = 0; i < p->nr_vcpus; i++) {
+		while (prof_ring_pop(&p->v[i].ring, &s))
+			prof_data_add(&p->data, &s);
+		for (unsigned e = 0; p->spec.leaf && e < p->spec.n; e++)
+			drain_perf_ring(p, &p->v[i], e);
 	}
 }
 
-/* Add to field what the main thread counted in *count since the last time (*published). */
-static void publish_delta(struct vcpu *v, struct sb_field field, const uint64_t *count, uint64_t *published)
+json_t *vm_profile_json(struct vm_profile *p)
 {
-	uint64_t n = __atomic_load_n(count, __ATOMIC_RELAXED);
-
-	sb_add(v->stats, field, n - *published);
-	*published = n;
-}
-
-void vm_profile_publish(struct vcpu *v)
-{
-	const struct vm_stats_fields *sf = &v->vm->sf;
-
-	if (!v->vm->prof.spec.leaf)
-		return;
-	publish_delta(v, sf->prof_samples, &v->prof_samples, &v->prof_pub_samples);
-	publish_delta(v, sf->prof_dropped, &v->prof_dropped, &v->prof_pub_dropped);
-	publish_delta(v, sf->prof_throttled, &v->prof_throttled, &v->prof_pub_throttled);
-}
-
-json_t *vm_profile_json(struct vm *vm)
-{
-	struct vm_profile *p = &vm->prof;
+	unsigned n;
 	uint64_t *c;
 	json_t *j;
 
-	if (!p->spec.n)
+	if (!vm_profile_on(p))
 		return NULL;
-	vm_profile_drain(vm);
-	c = calloc(4 * (size_t)vm->nr_vcpus, sizeof(*c));
+	n = p->nr_vcpus;
+	vm_profile_drain(p);
+	c = calloc(4 * (size_t)n, sizeof(*c));
 	if (!c)
 		return NULL;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		c[i] = __atomic_load_n(&vm->vcpus[i].prof_samples, __ATOMIC_RELAXED);
-		c[vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_dropped, __ATOMIC_RELAXED);
-		c[2 * vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_throttled, __ATOMIC_RELAXED);
-		c[3 * vm->nr_vcpus + i] = __atomic_load_n(&vm->vcpus[i].prof_sample_ns, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < n; i++) {
+		c[i] = __atomic_load_n(&p->v[i].samples, __ATOMIC_RELAXED);
+		c[n + i] = __atomic_load_n(&p->v[i].dropped, __ATOMIC_RELAXED);
+		c[2 * n + i] = __atomic_load_n(&p->v[i].throttled, __ATOMIC_RELAXED);
+		c[3 * n + i] = __atomic_load_n(&p->v[i].sample_ns, __ATOMIC_RELAXED);
 	}
 	j = prof_to_json(&p->data, &(struct prof_meta){ .spec = &p->spec,
 							.syms = &p->syms,
 							.kernel = p->kernel,
 							.per_vcpu_samples = c,
-							.per_vcpu_dropped = c + vm->nr_vcpus,
-							.per_vcpu_throttled = c + 2 * vm->nr_vcpus,
-							.per_vcpu_sample_ns = c + 3 * vm->nr_vcpus,
+							.per_vcpu_dropped = c + n,
+							.per_vcpu_throttled = c + 2 * n,
+							.per_vcpu_sample_ns = c + 3 * n,
 							.duration_ns = util_now_ns() - p->start_ns });
 	free(c);
 	return j;
@@ -461,16 +550,15 @@ static void remove_tmp(const char *tmp)
 	rmdir(tmp);
 }
 
-int vm_profile_write(struct vm *vm, struct errbuf *err)
+int vm_profile_write(struct vm_profile *p, struct errbuf *err)
 {
-	struct vm_profile *p = &vm->prof;
 	char tmp[4200];
 	json_t *j;
 	int rc;
 
-	if (!p->spec.n)
+	if (!vm_profile_on(p))
 		return 0;
-	j = vm_profile_json(vm);
+	j = vm_profile_json(p);
 	if (!j)
 		return errbuf_set(err, -ENOMEM, "profile: out of memory");
 	/* Written beside the target, then renamed: no half profile looks complete. */
@@ -489,7 +577,7 @@ int vm_profile_write(struct vm *vm, struct errbuf *err)
 		rc = errbuf_set(err, -errno, "profile: cannot rename %s to %s: %s", tmp, p->out_dir,
 				strerror(errno));
 	if (!rc)
-		vm_log(vm, "profile: %" PRIu64 " samples written to %s (perfvisor profile report %s)",
+		vm_log("profile: %" PRIu64 " samples written to %s (perfvisor profile report %s)",
 		       p->data.samples, p->out_dir, p->out_dir);
 	else
 		remove_tmp(tmp);

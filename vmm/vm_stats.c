@@ -3,12 +3,15 @@
  * What the VMM publishes in the statistics region: exits by reason and by
  * device, time in and out of KVM_RUN (live through a since companion), KVM's
  * own binary stats mirrored by name, the thread's CPU time, and the VM
- * record. Fields are declared through the scoreboard before the vCPUs
- * start; a vCPU's entry has one writer at a time (enum vcpu_stats_owner).
+ * record, and their snapshot parts. Fields are declared through the
+ * scoreboard before the vCPUs start; a vCPU's entry has one writer at a
+ * time (enum vcpu_stats_owner).
  */
-#include "vm_internal.h"
+#include "vm_stats.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <linux/kvm.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -17,8 +20,62 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "control.h"
+
 /* How often a vCPU refreshes its mirror of KVM's binary stats (one pread). */
 #define KVM_STATS_PERIOD_NS 100000000ULL
+#define VM_STATS_MAX_KVM 128
+
+/* KVM's binary stats of a vCPU (KVM_GET_STATS_FD), mirrored by name. */
+struct vm_kvm_stats {
+	unsigned nr;			  /* mirrored u64 values */
+	uint64_t data_offset;		  /* of the values in the stats fd */
+	size_t data_len;		  /* bytes to pread */
+	uint32_t index[VM_STATS_MAX_KVM]; /* u64 index of mirrored value i in the data */
+	struct sb_field field[VM_STATS_MAX_KVM];
+	uint64_t *main_buf; /* the main thread's pread target (vm_stats_refresh_running) */
+};
+
+/*
+ * Who writes a vCPU's stats entry (struct vm_stats_vcpu.owner): its own
+ * thread, except while it is inside KVM_RUN, when the entry is OPEN and
+ * the main thread may take it (compare-and-swap to MAIN) for one short
+ * update of the kvm.* mirror and time.cpu_ns, with no system call while
+ * it holds it. The vCPU thread takes it back when KVM_RUN returns,
+ * waiting out such an update. So the seqlock has one writer at a time and
+ * readers see one.
+ */
+enum vcpu_stats_owner {
+	VCPU_STATS_VCPU = 0,
+	VCPU_STATS_OPEN = 1,
+	VCPU_STATS_MAIN = 2,
+};
+
+struct vm_stats_vcpu {
+	struct sb_entry e;    /* written by its owner of the moment */
+	int kvm_fd;	      /* KVM_GET_STATS_FD, -1 if unsupported */
+	uint64_t *kvm_buf;    /* the vCPU thread's pread target */
+	uint64_t kvm_last_ns; /* when the published mirror was sampled; written by the entry's owner */
+	uint32_t owner;	      /* enum vcpu_stats_owner, accessed atomically */
+	clockid_t cpu_clock;  /* the thread's CPU-time clock, for the main thread */
+	bool cpu_clock_ok;
+	uint64_t run_live_last; /* main thread: its last live time.kvm_run_ns (vm_stats_update_vm) */
+	/* kvm.* mirror of a restored VM: KVM counts from 0 again, the published value continues */
+	uint64_t kvm_base[VM_STATS_MAX_KVM];
+	uint64_t cpu_ns_base; /* time.cpu_ns likewise: the new thread's CPU clock starts at 0 */
+};
+
+struct vm_stats {
+	struct stats_region *region;
+	struct vm_stats_fields sf;
+	struct vm_kvm_stats kvm;
+	unsigned nr_vcpus;
+	uint64_t start_ns, mem_size;
+	struct host_info host;
+	struct vm_stats_vcpu *v;
+	void (*publish_hook)(void *ctx, unsigned i, struct sb_entry e);
+	void *publish_ctx;
+};
 
 #define CUM PV_STATS_CUMULATIVE
 #define NONE PV_STATS_UNIT_NONE
@@ -92,12 +149,12 @@ static const struct field_spec vm_fields[] = {
 	F("host.flags", host_flags, PV_STATS_INSTANT, NONE, 0),
 };
 
-static int declare_table(struct vm *vm, enum pv_stats_record rec, const struct field_spec *t, size_t n,
+static int declare_table(struct vm_stats *s, enum pv_stats_record rec, const struct field_spec *t, size_t n,
 			 struct errbuf *err)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct sb_field *h = (struct sb_field *)((char *)&vm->sf + t[i].handle);
-		int rc = sb_declare(vm->stats, rec, t[i].name, t[i].kind, t[i].unit, t[i].scale, h, err);
+		struct sb_field *h = (struct sb_field *)((char *)&s->sf + t[i].handle);
+		int rc = sb_declare(s->region, rec, t[i].name, t[i].kind, t[i].unit, t[i].scale, h, err);
 
 		if (rc)
 			return rc;
@@ -106,10 +163,8 @@ static int declare_table(struct vm *vm, enum pv_stats_record rec, const struct f
 }
 
 /* "io.<device>" per PIO range: how many port exits each device took. */
-static int declare_io_ranges(struct vm *vm, struct errbuf *err)
+static int declare_io_ranges(struct vm_stats *s, const struct bus *b, struct errbuf *err)
 {
-	const struct bus *b = &vm->bus;
-
 	if (b->nr[BUS_PIO] > VM_STATS_MAX_IO_RANGES)
 		return errbuf_set(err, -ENOSPC, "stats: too many I/O ranges");
 	for (size_t i = 0; i < b->nr[BUS_PIO]; i++) {
@@ -118,7 +173,7 @@ static int declare_io_ranges(struct vm *vm, struct errbuf *err)
 		int rc;
 
 		snprintf(name, sizeof(name), "io.%s", r->name);
-		rc = sb_declare(vm->stats, PV_STATS_RECORD_VCPU, name, CUM, NONE, 0, &vm->sf.io_range[r->id],
+		rc = sb_declare(s->region, PV_STATS_RECORD_VCPU, name, CUM, NONE, 0, &s->sf.io_range[r->id],
 				err);
 		if (rc)
 			return rc;
@@ -157,11 +212,11 @@ static enum pv_stats_unit kvm_unit(uint32_t flags)
  * as "kvm.<name>". The descriptors are read once from vCPU 0; every vCPU has
  * the same layout.
  */
-static int declare_kvm_stats(struct vm *vm, struct errbuf *err)
+static int declare_kvm_stats(struct vm_stats *s, struct errbuf *err)
 {
-	struct vm_kvm_stats *ks = &vm->kvm_stats;
+	struct vm_kvm_stats *ks = &s->kvm;
 	struct kvm_stats_header h;
-	int fd = vm->vcpus[0].kvm_stats_fd;
+	int fd = s->v[0].kvm_fd;
 	size_t dsz;
 	char *descs;
 	int rc = 0;
@@ -189,7 +244,7 @@ static int declare_kvm_stats(struct vm *vm, struct errbuf *err)
 		if (d->size != 1 || (d->flags & KVM_STATS_BASE_MASK) != KVM_STATS_BASE_POW10 ||
 		    snprintf(name, sizeof(name), "kvm.%.*s", (int)h.name_size, d->name) >= (int)sizeof(name))
 			continue;
-		rc = sb_declare(vm->stats, PV_STATS_RECORD_VCPU, name, kvm_kind(d->flags), kvm_unit(d->flags),
+		rc = sb_declare(s->region, PV_STATS_RECORD_VCPU, name, kvm_kind(d->flags), kvm_unit(d->flags),
 				d->exponent, &ks->field[ks->nr], err);
 		if (rc == -EINVAL || rc == -EEXIST) {
 			rc = 0; /* a name our charset cannot carry: not mirrored */
@@ -197,11 +252,10 @@ static int declare_kvm_stats(struct vm *vm, struct errbuf *err)
 		}
 		if (rc)
 			goto out;
-		vm_pmu_map_kvm_stat(vm, name, ks->field[ks->nr]);
 		ks->index[ks->nr++] = d->offset / sizeof(uint64_t);
 	}
-	for (unsigned i = 0; i <= vm->nr_vcpus && ks->data_len; i++) {
-		uint64_t **buf = i < vm->nr_vcpus ? &vm->vcpus[i].kvm_stats_buf : &ks->main_buf;
+	for (unsigned i = 0; i <= s->nr_vcpus && ks->data_len; i++) {
+		uint64_t **buf = i < s->nr_vcpus ? &s->v[i].kvm_buf : &ks->main_buf;
 
 		*buf = calloc(1, ks->data_len);
 		if (!*buf) {
@@ -214,53 +268,91 @@ out:
 	return rc;
 }
 
-int vm_stats_create(struct vm *vm, struct errbuf *err)
+int vm_stats_create(struct vm_stats **out, const struct vm_stats_config *cfg, struct errbuf *err)
 {
+	struct vm_stats *s = calloc(1, sizeof(*s));
 	int rc;
 
-	vm->start_ns = util_now_ns();
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		vm->vcpus[i].kvm_stats_fd = ioctl(vm->vcpus[i].fd, KVM_GET_STATS_FD, NULL);
-	rc = stats_region_create(&vm->stats, vm->nr_vcpus, err);
+	*out = NULL;
+	if (!s || !(s->v = calloc(cfg->nr_vcpus, sizeof(*s->v)))) {
+		free(s);
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	}
+	s->nr_vcpus = cfg->nr_vcpus;
+	s->mem_size = cfg->mem_size;
+	s->host = cfg->host;
+	s->start_ns = util_now_ns();
+	for (unsigned i = 0; i < s->nr_vcpus; i++)
+		s->v[i].kvm_fd = ioctl(cfg->vcpu_fds[i], KVM_GET_STATS_FD, NULL);
+	rc = stats_region_create(&s->region, s->nr_vcpus, err);
 	if (!rc)
-		rc = stats_region_set_name(vm->stats, vm->cfg.name ? vm->cfg.name : "", err);
+		rc = stats_region_set_name(s->region, cfg->name ? cfg->name : "", err);
 	if (!rc)
-		rc = declare_table(vm, PV_STATS_RECORD_VCPU, vcpu_fields,
+		rc = declare_table(s, PV_STATS_RECORD_VCPU, vcpu_fields,
 				   sizeof(vcpu_fields) / sizeof(vcpu_fields[0]), err);
 	if (!rc)
-		rc = declare_io_ranges(vm, err);
+		rc = declare_io_ranges(s, cfg->bus, err);
 	if (!rc)
-		rc = declare_kvm_stats(vm, err);
+		rc = declare_kvm_stats(s, err);
 	if (!rc)
-		rc = declare_table(vm, PV_STATS_RECORD_VCPU, vcpu_late_fields,
+		rc = declare_table(s, PV_STATS_RECORD_VCPU, vcpu_late_fields,
 				   sizeof(vcpu_late_fields) / sizeof(vcpu_late_fields[0]), err);
 	if (!rc)
-		rc = declare_table(vm, PV_STATS_RECORD_VM, vm_fields,
-				   sizeof(vm_fields) / sizeof(vm_fields[0]), err);
+		rc = declare_table(s, PV_STATS_RECORD_VM, vm_fields, sizeof(vm_fields) / sizeof(vm_fields[0]),
+				   err);
 	if (!rc)
-		rc = stats_region_freeze(vm->stats, err);
-	if (rc)
+		rc = stats_region_freeze(s->region, err);
+	if (rc) {
+		vm_stats_destroy(s);
 		return rc;
-	for (unsigned i = 0; i < vm->nr_vcpus; i++)
-		vm->vcpus[i].stats = stats_vcpu_entry(vm->stats, i);
-	vm_pmu_stats_ready(vm);
-	vm_stats_update_vm(vm);
+	}
+	for (unsigned i = 0; i < s->nr_vcpus; i++)
+		s->v[i].e = stats_vcpu_entry(s->region, i);
+	vm_stats_update_vm(s);
+	*out = s;
 	return 0;
 }
 
-void vm_stats_destroy(struct vm *vm)
+void vm_stats_destroy(struct vm_stats *s)
 {
-	for (unsigned i = 0; i < vm->nr_vcpus && vm->vcpus; i++) {
-		if (vm->vcpus[i].kvm_stats_fd >= 0)
-			close(vm->vcpus[i].kvm_stats_fd);
-		vm->vcpus[i].kvm_stats_fd = -1;
-		free(vm->vcpus[i].kvm_stats_buf);
-		vm->vcpus[i].kvm_stats_buf = NULL;
+	if (!s)
+		return;
+	for (unsigned i = 0; i < s->nr_vcpus; i++) {
+		if (s->v[i].kvm_fd >= 0)
+			close(s->v[i].kvm_fd);
+		free(s->v[i].kvm_buf);
 	}
-	free(vm->kvm_stats.main_buf);
-	vm->kvm_stats.main_buf = NULL;
-	stats_region_destroy(vm->stats);
-	vm->stats = NULL;
+	free(s->v);
+	free(s->kvm.main_buf);
+	stats_region_destroy(s->region);
+	free(s);
+}
+
+struct stats_region *vm_stats_region(const struct vm_stats *s)
+{
+	return s->region;
+}
+
+const struct vm_stats_fields *vm_stats_fields(const struct vm_stats *s)
+{
+	return &s->sf;
+}
+
+struct sb_entry vm_stats_entry(const struct vm_stats *s, unsigned i)
+{
+	return s->v[i].e;
+}
+
+uint64_t vm_stats_start_ns(const struct vm_stats *s)
+{
+	return s->start_ns;
+}
+
+void vm_stats_set_publish_hook(struct vm_stats *s, void (*fn)(void *ctx, unsigned i, struct sb_entry e),
+			       void *ctx)
+{
+	s->publish_hook = fn;
+	s->publish_ctx = ctx;
 }
 
 /* CPU time of a thread's clock, 0 if it cannot be read. */
@@ -273,59 +365,81 @@ static uint64_t cpu_time_ns(clockid_t clk)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Sample KVM's stats of v into buf (if it has them). False if the pread failed. */
-static bool kvm_sample(const struct vcpu *v, uint64_t *buf)
+/* Sample KVM's stats of vCPU i into buf (if it has them). False if the pread failed. */
+static bool kvm_sample(const struct vm_stats *s, unsigned i, uint64_t *buf)
 {
-	const struct vm_kvm_stats *ks = &v->vm->kvm_stats;
+	const struct vm_kvm_stats *ks = &s->kvm;
 
 	return !buf ||
-	       pread(v->kvm_stats_fd, buf, ks->data_len, (off_t)ks->data_offset) == (ssize_t)ks->data_len;
+	       pread(s->v[i].kvm_fd, buf, ks->data_len, (off_t)ks->data_offset) == (ssize_t)ks->data_len;
 }
 
 /* Publish a sample taken at time t: the mirror (buf may be NULL) and the CPU time. Entry owner only. */
-static void publish_sample(struct vcpu *v, const uint64_t *buf, uint64_t cpu_ns, uint64_t t)
+static void publish_sample(struct vm_stats *s, unsigned i, const uint64_t *buf, uint64_t cpu_ns, uint64_t t)
 {
-	const struct vm_kvm_stats *ks = &v->vm->kvm_stats;
+	const struct vm_kvm_stats *ks = &s->kvm;
+	struct vm_stats_vcpu *v = &s->v[i];
 
-	sb_begin(v->stats);
-	for (unsigned i = 0; buf && i < ks->nr; i++)
-		sb_set(v->stats, ks->field[i], v->kvm_stats_base[i] + buf[ks->index[i]]);
+	sb_begin(v->e);
+	for (unsigned k = 0; buf && k < ks->nr; k++)
+		sb_set(v->e, ks->field[k], v->kvm_base[k] + buf[ks->index[k]]);
 	if (cpu_ns)
-		sb_set(v->stats, v->vm->sf.cpu_ns, v->cpu_ns_base + cpu_ns);
-	sb_add(v->stats, v->vm->sf.kvm_refreshes, 1);
-	vm_profile_publish(v);
-	sb_end(v->stats);
-	__atomic_store_n(&v->kvm_stats_last_ns, t, __ATOMIC_RELAXED);
+		sb_set(v->e, s->sf.cpu_ns, v->cpu_ns_base + cpu_ns);
+	sb_add(v->e, s->sf.kvm_refreshes, 1);
+	if (s->publish_hook)
+		s->publish_hook(s->publish_ctx, i, v->e);
+	sb_end(v->e);
+	__atomic_store_n(&v->kvm_last_ns, t, __ATOMIC_RELAXED);
 }
 
-void vm_stats_kvm_refresh(struct vcpu *v, uint64_t now, bool force)
+void vm_stats_kvm_refresh(struct vm_stats *s, unsigned i, uint64_t now, bool force)
 {
+	struct vm_stats_vcpu *v = &s->v[i];
 	uint64_t cpu;
 
-	if (!force && now - v->kvm_stats_last_ns < KVM_STATS_PERIOD_NS)
+	if (!force && now - v->kvm_last_ns < KVM_STATS_PERIOD_NS)
 		return;
 	/* The system calls stay outside the seqlock, so readers never wait on them. */
 	cpu = cpu_time_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (kvm_sample(v, v->kvm_stats_buf))
-		publish_sample(v, v->kvm_stats_buf, cpu, now);
+	if (kvm_sample(s, i, v->kvm_buf))
+		publish_sample(s, i, v->kvm_buf, cpu, now);
 }
 
-void vm_stats_enter_run(struct vcpu *v, uint64_t t0)
+void vm_stats_vcpu_online(struct vm_stats *s, unsigned i)
 {
-	sb_begin(v->stats);
-	sb_set(v->stats, v->vm->sf.run_since_ns, t0);
-	sb_end(v->stats);
-	/* Release: a main thread that takes the entry sees this update complete. */
-	__atomic_store_n(&v->stats_owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
+	stats_vcpu_online(s->region, i);
 }
 
-void vm_stats_leave_run(struct vcpu *v)
+void vm_stats_vcpu_thread(struct vm_stats *s, unsigned i, pthread_t thread)
+{
+	/* For the main thread's samples of its CPU time while it stays inside KVM_RUN. */
+	s->v[i].cpu_clock_ok = pthread_getcpuclockid(thread, &s->v[i].cpu_clock) == 0;
+}
+
+void vm_stats_vcpu_stopped(struct vm_stats *s, unsigned i)
+{
+	vm_stats_kvm_refresh(s, i, util_now_ns(), true);
+	sb_set_state(s->v[i].e, PV_STATS_STOPPED);
+}
+
+void vm_stats_enter_run(struct vm_stats *s, unsigned i, uint64_t t0)
+{
+	struct vm_stats_vcpu *v = &s->v[i];
+
+	sb_begin(v->e);
+	sb_set(v->e, s->sf.run_since_ns, t0);
+	sb_end(v->e);
+	/* Release: a main thread that takes the entry sees this update complete. */
+	__atomic_store_n(&v->owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
+}
+
+void vm_stats_leave_run(struct vm_stats *s, unsigned i)
 {
 	uint32_t open = VCPU_STATS_OPEN;
 	unsigned spins = 0;
 
 	/* The main thread holds it only for a few stores: spin, and yield if it was preempted. */
-	while (!__atomic_compare_exchange_n(&v->stats_owner, &open, VCPU_STATS_VCPU, false, __ATOMIC_ACQUIRE,
+	while (!__atomic_compare_exchange_n(&s->v[i].owner, &open, VCPU_STATS_VCPU, false, __ATOMIC_ACQUIRE,
 					    __ATOMIC_RELAXED)) {
 		open = VCPU_STATS_OPEN;
 		if (++spins % 1024 == 0)
@@ -335,38 +449,107 @@ void vm_stats_leave_run(struct vcpu *v)
 	}
 }
 
-void vm_stats_refresh_running(struct vm *vm)
+/* The field counting exits of this KVM exit reason. */
+static struct sb_field exit_field(const struct vm_stats_fields *sf, uint32_t exit_reason)
 {
-	for (unsigned i = 0; i < vm->nr_vcpus; i++) {
-		struct vcpu *v = &vm->vcpus[i];
+	switch (exit_reason) {
+	case KVM_EXIT_IO:
+		return sf->exit_io;
+	case KVM_EXIT_MMIO:
+		return sf->exit_mmio;
+	case KVM_EXIT_X86_RDMSR:
+		return sf->exit_msr_read;
+	case KVM_EXIT_X86_WRMSR:
+		return sf->exit_msr_write;
+	case KVM_EXIT_HLT:
+		return sf->exit_hlt;
+	case KVM_EXIT_SHUTDOWN:
+		return sf->exit_shutdown;
+	case KVM_EXIT_INTR:
+		return sf->exit_intr;
+	default:
+		return sf->exit_other;
+	}
+}
+
+uint64_t vm_stats_account_run(struct vm_stats *s, unsigned i, uint64_t t_user, uint64_t t0, bool interrupted,
+			      uint32_t exit_reason)
+{
+	const struct vm_stats_fields *sf = &s->sf;
+	struct sb_entry e = s->v[i].e;
+	uint64_t t1;
+
+	sb_begin(e);
+	/* Taken inside the update that clears time.kvm_run_since_ns: no reader computed a live time past it. */
+	t1 = util_now_ns();
+	sb_add(e, sf->run_ns, t1 - t0);
+	sb_set(e, sf->run_since_ns, 0);
+	sb_add(e, sf->user_ns, t0 - t_user);
+	if (interrupted) {
+		/* A kick or a signal: not an exit to handle, so not in `exits`. */
+		sb_add(e, sf->exit_intr, 1);
+	} else {
+		sb_add(e, sf->exits, 1);
+		sb_add(e, exit_field(sf, exit_reason), 1);
+	}
+	sb_end(e);
+	vm_stats_kvm_refresh(s, i, t1, false);
+	return t1;
+}
+
+/* Count one event in vCPU i's entry. Its thread only. */
+static void count(struct vm_stats *s, unsigned i, struct sb_field f)
+{
+	sb_begin(s->v[i].e);
+	sb_add(s->v[i].e, f, 1);
+	sb_end(s->v[i].e);
+}
+
+void vm_stats_count_io(struct vm_stats *s, unsigned i, int range)
+{
+	if (range < 0)
+		count(s, i, s->sf.unhandled_io);
+	else if (range < VM_STATS_MAX_IO_RANGES)
+		count(s, i, s->sf.io_range[range]);
+}
+
+void vm_stats_count_unhandled_mmio(struct vm_stats *s, unsigned i)
+{
+	count(s, i, s->sf.unhandled_mmio);
+}
+
+void vm_stats_refresh_running(struct vm_stats *s)
+{
+	for (unsigned i = 0; i < s->nr_vcpus; i++) {
+		struct vm_stats_vcpu *v = &s->v[i];
 		uint32_t open = VCPU_STATS_OPEN;
 		uint64_t t = util_now_ns(), cpu;
 
-		if (__atomic_load_n(&v->stats_owner, __ATOMIC_RELAXED) != VCPU_STATS_OPEN ||
-		    t - __atomic_load_n(&v->kvm_stats_last_ns, __ATOMIC_RELAXED) < KVM_STATS_PERIOD_NS)
+		if (__atomic_load_n(&v->owner, __ATOMIC_RELAXED) != VCPU_STATS_OPEN ||
+		    t - __atomic_load_n(&v->kvm_last_ns, __ATOMIC_RELAXED) < KVM_STATS_PERIOD_NS)
 			continue;
 		/* Sample first (system calls), then take the entry for the stores only. */
 		cpu = v->cpu_clock_ok ? cpu_time_ns(v->cpu_clock) : 0;
-		if (!kvm_sample(v, vm->kvm_stats.main_buf))
+		if (!kvm_sample(s, i, s->kvm.main_buf))
 			continue;
-		if (!__atomic_compare_exchange_n(&v->stats_owner, &open, VCPU_STATS_MAIN, false,
-						 __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+		if (!__atomic_compare_exchange_n(&v->owner, &open, VCPU_STATS_MAIN, false, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
 			continue; /* it left KVM_RUN meanwhile: it refreshes itself */
 		/* Older than what the vCPU published since (it left and re-entered meanwhile): dropped. */
-		if (v->kvm_stats_last_ns < t)
-			publish_sample(v, vm->kvm_stats.main_buf, cpu, t);
-		__atomic_store_n(&v->stats_owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
+		if (v->kvm_last_ns < t)
+			publish_sample(s, i, s->kvm.main_buf, cpu, t);
+		__atomic_store_n(&v->owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
 	}
 }
 
 /* vCPU i's time.kvm_run_ns up to t (its published value plus the open interval), never less than before. */
-static uint64_t run_live(struct vm *vm, unsigned i, uint64_t t)
+static uint64_t run_live(struct vm_stats *s, unsigned i, uint64_t t)
 {
-	struct sb_field f[2] = { vm->sf.run_ns, vm->sf.run_since_ns };
-	struct vcpu *v = &vm->vcpus[i];
+	struct sb_field f[2] = { s->sf.run_ns, s->sf.run_since_ns };
+	struct vm_stats_vcpu *v = &s->v[i];
 	uint64_t val[2], live;
 
-	if (sb_read(vm->stats, i, f, 2, val))
+	if (sb_read(s->region, i, f, 2, val))
 		return v->run_live_last; /* its writer is inside an update: the last value stands */
 	live = val[0] + (val[1] && t > val[1] ? t - val[1] : 0);
 	if (live > v->run_live_last)
@@ -374,49 +557,143 @@ static uint64_t run_live(struct vm *vm, unsigned i, uint64_t t)
 	return v->run_live_last;
 }
 
-void vm_stats_update_vm(struct vm *vm)
+void vm_stats_update_vm(struct vm_stats *s)
 {
-	struct sb_entry e = stats_vm_entry(vm->stats);
+	struct sb_entry e = stats_vm_entry(s->region);
 	uint64_t t = util_now_ns(), run = 0;
-	unsigned n = stats_region_online(vm->stats);
+	unsigned n = stats_region_online(s->region);
 
 	for (unsigned i = 0; i < n; i++)
-		run += run_live(vm, i, t);
+		run += run_live(s, i, t);
 	sb_begin(e);
-	sb_set(e, vm->sf.uptime_ns, t - vm->start_ns);
-	sb_set(e, vm->sf.vcpus_online, n);
-	sb_set(e, vm->sf.memory_bytes, vm->mem.size);
-	sb_set(e, vm->sf.exits_total, sb_sum(vm->stats, vm->sf.exits));
-	sb_set(e, vm->sf.run_ns_total, run);
-	sb_set(e, vm->sf.host_kind, vm->kvm_host.kind);
-	sb_set(e, vm->sf.host_flags, vm->kvm_host.flags);
+	sb_set(e, s->sf.uptime_ns, t - s->start_ns);
+	sb_set(e, s->sf.vcpus_online, n);
+	sb_set(e, s->sf.memory_bytes, s->mem_size);
+	sb_set(e, s->sf.exits_total, sb_sum(s->region, s->sf.exits));
+	sb_set(e, s->sf.run_ns_total, run);
+	sb_set(e, s->sf.host_kind, s->host.kind);
+	sb_set(e, s->sf.host_flags, s->host.flags);
 	sb_end(e);
 }
 
-void vm_stats_stop(struct vm *vm)
+void vm_stats_stop(struct vm_stats *s)
 {
-	vm_stats_update_vm(vm);
-	sb_set_state(stats_vm_entry(vm->stats), PV_STATS_STOPPED);
+	vm_stats_update_vm(s);
+	sb_set_state(stats_vm_entry(s->region), PV_STATS_STOPPED);
 }
 
-struct sb_field vm_stats_exit_field(const struct vm *vm, uint32_t exit_reason)
+void vm_stats_log_vcpus(const struct vm_stats *s)
 {
-	switch (exit_reason) {
-	case KVM_EXIT_IO:
-		return vm->sf.exit_io;
-	case KVM_EXIT_MMIO:
-		return vm->sf.exit_mmio;
-	case KVM_EXIT_X86_RDMSR:
-		return vm->sf.exit_msr_read;
-	case KVM_EXIT_X86_WRMSR:
-		return vm->sf.exit_msr_write;
-	case KVM_EXIT_HLT:
-		return vm->sf.exit_hlt;
-	case KVM_EXIT_SHUTDOWN:
-		return vm->sf.exit_shutdown;
-	case KVM_EXIT_INTR:
-		return vm->sf.exit_intr;
-	default:
-		return vm->sf.exit_other;
+	const struct vm_stats_fields *f = &s->sf;
+	struct stats_region *r = s->region;
+
+	for (unsigned i = 0; i < s->nr_vcpus; i++)
+		vm_log("vCPU %u: %" PRIu64 " exits (io %" PRIu64 ", mmio %" PRIu64 ", msr %" PRIu64
+		       "/%" PRIu64 ", intr %" PRIu64 ", other %" PRIu64 "), %" PRIu64 " us in KVM_RUN",
+		       i, sb_get(r, i, f->exits), sb_get(r, i, f->exit_io), sb_get(r, i, f->exit_mmio),
+		       sb_get(r, i, f->exit_msr_read), sb_get(r, i, f->exit_msr_write),
+		       sb_get(r, i, f->exit_intr), sb_get(r, i, f->exit_other),
+		       sb_get(r, i, f->run_ns) / 1000);
+}
+
+/* ---- the statistics' snapshot parts ----------------------------------------------------- */
+
+/* The cumulative and peak fields of one record, by name. */
+static void save_record(struct vm_stats *s, enum pv_stats_record rec, unsigned idx, struct snap_stats *out)
+{
+	out->n = 0;
+	for (unsigned i = 0; i < sb_nr_fields(s->region) && out->n < SNAP_MAX_STATS; i++) {
+		struct sb_field f;
+		const struct pv_stats_desc *d = sb_field_at(s->region, i, &f);
+
+		if (d->record != rec || d->kind == PV_STATS_INSTANT)
+			continue;
+		out->s[out->n++] = (struct snap_stat){ d->name, sb_get(s->region, idx, f) };
 	}
+}
+
+/* Is f one of the kvm.* mirrors? Its index in s->kvm, or -1. */
+static int kvm_mirror(const struct vm_stats *s, struct sb_field f)
+{
+	for (unsigned k = 0; k < s->kvm.nr; k++)
+		if (s->kvm.field[k].offset == f.offset && s->kvm.field[k].record == f.record)
+			return (int)k;
+	return -1;
+}
+
+/*
+ * Saved values back into a record, by name. Cumulative and peak fields
+ * carry over; a kvm.* mirror's cumulative value becomes its base, because
+ * the new VM's KVM counts from 0 (its peaks start over), and so does
+ * time.cpu_ns (the new vCPU thread's CPU clock starts at 0). Fields this
+ * perfvisor does not have are ignored. Before the vCPUs start.
+ */
+static void load_record(struct vm_stats *s, enum pv_stats_record rec, unsigned idx,
+			const struct snap_stats *st)
+{
+	struct sb_entry e = rec == PV_STATS_RECORD_VM ? stats_vm_entry(s->region) : s->v[idx].e;
+
+	sb_begin(e);
+	for (unsigned j = 0; j < st->n; j++) {
+		for (unsigned i = 0; i < sb_nr_fields(s->region); i++) {
+			struct sb_field f;
+			const struct pv_stats_desc *d = sb_field_at(s->region, i, &f);
+			int k = rec == PV_STATS_RECORD_VCPU ? kvm_mirror(s, f) : -1;
+
+			if (d->record != rec || strcmp(d->name, st->s[j].name))
+				continue;
+			if (d->kind == PV_STATS_INSTANT || (k >= 0 && d->kind != PV_STATS_CUMULATIVE))
+				break;
+			if (k >= 0)
+				s->v[idx].kvm_base[k] = st->s[j].value;
+			if (rec == PV_STATS_RECORD_VCPU && f.offset == s->sf.cpu_ns.offset)
+				s->v[idx].cpu_ns_base = st->s[j].value;
+			sb_set(e, f, st->s[j].value);
+			break;
+		}
+	}
+	sb_end(e);
+}
+
+static void save_vm(void *obj, void *state)
+{
+	save_record(obj, PV_STATS_RECORD_VM, 0, state);
+}
+
+static int load_vm(void *obj, const void *state, struct errbuf *err)
+{
+	(void)err;
+	load_record(obj, PV_STATS_RECORD_VM, 0, state);
+	return 0;
+}
+
+/* On vCPU i's thread: the kvm.* mirror as of now, not of the last refresh, then the record. */
+static void save_vcpu(void *obj, unsigned i, void *state)
+{
+	vm_stats_kvm_refresh(obj, i, util_now_ns(), true);
+	save_record(obj, PV_STATS_RECORD_VCPU, i, state);
+}
+
+static int load_vcpu(void *obj, unsigned i, const void *state, struct errbuf *err)
+{
+	(void)err;
+	load_record(obj, PV_STATS_RECORD_VCPU, i, state);
+	return 0;
+}
+
+int vm_stats_add_parts(struct vm_stats *s, struct vm_parts *l, struct errbuf *err)
+{
+	int rc = vm_parts_add(
+		l, &(struct vm_part){ .desc = &snap_stats_part, .obj = s, .save = save_vm, .load = load_vm },
+		err);
+
+	if (!rc)
+		rc = vm_parts_add(l,
+				  &(struct vm_part){ .desc = &snap_stats_part,
+						     .obj = s,
+						     .per_vcpu = true,
+						     .save_vcpu = save_vcpu,
+						     .load_vcpu = load_vcpu },
+				  err);
+	return rc;
 }

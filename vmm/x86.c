@@ -3,7 +3,7 @@
  * x86 vCPU state at boot (docs/boot.md): for every protocol the boot
  * vCPU's registers as machine/boot.c asks, and each vCPU's CPUID.
  */
-#include "vm_internal.h"
+#include "x86.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -40,14 +40,13 @@ static void set_seg(struct kvm_segment *s, uint16_t sel, uint8_t type, bool code
 	s->g = 1;
 }
 
-/* The boot vCPU as the protocol asks (vm->boot.cpu): long mode, or 32-bit protected mode without paging. */
-int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
+/* The boot vCPU as the protocol asks: long mode, or 32-bit protected mode without paging. */
+int x86_setup_bsp(int vcpu_fd, const struct boot_cpu *bc, struct errbuf *err)
 {
-	const struct boot_cpu *bc = &vm->boot.cpu;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
 
-	if (ioctl(v->fd, KVM_GET_SREGS, &sregs) < 0)
+	if (ioctl(vcpu_fd, KVM_GET_SREGS, &sregs) < 0)
 		return errbuf_set(err, -errno, "vCPU 0: KVM_GET_SREGS: %s", strerror(errno));
 	set_seg(&sregs.cs, bc->cs, 0xb, bc->long_mode);
 	set_seg(&sregs.ds, bc->ds, 0x3, false);
@@ -75,7 +74,7 @@ int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
 		sregs.cr4 = 0;
 		sregs.efer = 0;
 	}
-	if (ioctl(v->fd, KVM_SET_SREGS, &sregs) < 0)
+	if (ioctl(vcpu_fd, KVM_SET_SREGS, &sregs) < 0)
 		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_SREGS (%s): %s",
 				  bc->long_mode ? "long mode" : "32-bit protected mode", strerror(errno));
 
@@ -87,33 +86,35 @@ int x86_setup_bsp(struct vm *vm, struct vcpu *v, struct errbuf *err)
 	regs.rsi = bc->rsi;
 	regs.rdi = bc->rdi;
 	regs.rflags = 0x2;
-	if (ioctl(v->fd, KVM_SET_REGS, &regs) < 0)
+	if (ioctl(vcpu_fd, KVM_SET_REGS, &regs) < 0)
 		return errbuf_set(err, -errno, "vCPU 0: KVM_SET_REGS: %s", strerror(errno));
 	return 0;
 }
 
-int x86_setup_cpuid(struct vm *vm, struct vcpu *v, struct errbuf *err)
+int x86_setup_cpuid(const struct kvm_sys *kvm, const struct vm_pmu *pmu, unsigned index, unsigned n,
+		    unsigned hide, int vcpu_fd, struct kvm_cpuid2 **out, struct errbuf *err)
 {
-	const struct kvm_cpuid2 *sup = vm->kvm.cpuid;
+	const struct kvm_cpuid2 *sup = kvm->cpuid;
 	unsigned cap = sup->nent + CPUID_EXTRA_ENTRIES + VM_PMU_CPUID_LEAVES;
 	struct kvm_cpuid2 *c = calloc(1, sizeof(*c) + cap * sizeof(c->entries[0]));
 	int rc = 0;
 
+	*out = NULL;
 	if (!c)
 		return errbuf_set(err, -ENOMEM, "out of memory");
 	/* The room for the PMU's leaves is kept free by passing a smaller cap. */
-	rc = cpuid_build(sup, v->index, vm->nr_vcpus, c, cap - VM_PMU_CPUID_LEAVES);
+	rc = cpuid_build(sup, index, n, c, cap - VM_PMU_CPUID_LEAVES);
 	if (rc) {
 		free(c);
-		return errbuf_set(err, rc, "vCPU %u: CPUID: more leaves than expected", v->index);
+		return errbuf_set(err, rc, "vCPU %u: CPUID: more leaves than expected", index);
 	}
-	cpuid_hide(c, vm->cfg.cpuid_hide);
-	vm_pmu_cpuid(vm, c);
-	if (ioctl(v->fd, KVM_SET_CPUID2, c) < 0) {
-		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", v->index, strerror(errno));
+	cpuid_hide(c, hide);
+	vm_pmu_cpuid(pmu, c);
+	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c) < 0) {
+		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", index, strerror(errno));
 		free(c);
 		return rc;
 	}
-	v->cpuid = c; /* as configured: a snapshot saves it, a restore compares it */
+	*out = c; /* as configured: a snapshot saves it, a restore compares it */
 	return 0;
 }
