@@ -185,6 +185,12 @@ guest-check: $(GUEST_CHECK_IMAGES)
 	$(Q)sh tests/guest-check/selftest.sh
 	$(Q)sh tests/guest-check/check.sh tests/guest-check/allow $(GUEST_CHECK_IMAGES)
 
+# The layering check (docs/testing.md): within each component, the files'
+# calls flow one way (no file calls back into a file that calls it).
+layering: host
+	$(Q)sh tests/layering/selftest.sh
+	$(Q)sh tests/layering/check.sh $(BUILD)/obj $(COMPONENTS)
+
 # ---------------------------------------------------------------- fuzz
 # libFuzzer targets (clang), one per parser; fuzz/NAME.c with its sources
 # compiled in, ASan and UBSan on. `make check` runs each for FUZZ_CHECK_SECONDS,
@@ -237,7 +243,7 @@ fuzz-corpus: fuzz-build
 		$(FUZZ_OUT)/$$t -merge=1 -max_len=65536 fuzz/corpus/$$t $(FUZZ_OUT)/corpus-$$t >/dev/null 2>&1 || exit 1; \
 		echo "fuzz/corpus/$$t: $$(ls fuzz/corpus/$$t | wc -l) inputs"; done
 
-check: unit abi-compat guest-check fuzz-check integration format-check
+check: unit abi-compat guest-check layering fuzz-check integration format-check
 	$(Q)echo "make check: all test suites passed"
 
 run: all
@@ -260,6 +266,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
