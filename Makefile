@@ -9,8 +9,9 @@ Q ?= @
 
 # Components: each is a static library with one public header. COMP_DEPS
 # names the libraries a component may use; its unit tests link only those.
-COMPONENTS := util machine devices stats pmu snapfile vmm
+COMPONENTS := util elf machine devices stats pmu snapfile vmm
 DEPS_util :=
+DEPS_elf := util
 DEPS_machine := util
 DEPS_devices := util
 DEPS_stats := util
