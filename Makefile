@@ -12,14 +12,14 @@ Q ?= @
 COMPONENTS := util elf machine devices stats pmu snapfile vmm
 DEPS_util :=
 DEPS_elf := util
-DEPS_machine := util
+DEPS_machine := elf util
 DEPS_devices := util
 DEPS_stats := util
 LIBS_stats := -ljansson
 DEPS_pmu := util
 LIBS_pmu := -ljansson
-DEPS_snapfile := machine devices pmu util
-DEPS_vmm := snapfile machine devices stats pmu util
+DEPS_snapfile := machine devices pmu elf util
+DEPS_vmm := snapfile machine devices stats pmu elf util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for
 # snapshot memory I/O, jansson for the control socket, libseccomp for the
@@ -33,7 +33,7 @@ SAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-
 LDLIBS := -pthread
 CRITERION_LIBS := -lcriterion
 # The perfvisor binary's libraries, each before those it uses.
-LINK_ORDER := vmm snapfile machine devices stats pmu util
+LINK_ORDER := vmm snapfile machine devices stats pmu elf util
 
 all: deps-check host guests
 
@@ -200,7 +200,7 @@ FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
 FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/gmem.c \
-	util/util.c pmu/symbols.c
+	util/util.c pmu/symbols.c elf/elf.c elf/elf_sym.c
 FUZZ_OPTS_loaders :=
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
