@@ -7,20 +7,21 @@ BUILD ?= build
 CC ?= gcc
 Q ?= @
 
-# Components: each is a static library with one public header. COMP_DEPS
+# Components: each is a static library with one public header. DEPS_<c>
 # names the libraries a component may use; its unit tests link only those.
 # A component's DEPS are every library it links, in link order (each before
 # those it uses).
-COMPONENTS := util machine snapfile devices stats pmu vmm
+COMPONENTS := util elf machine snapfile devices stats pmu vmm
 DEPS_util :=
-DEPS_machine := util
-DEPS_snapfile := machine util
-DEPS_devices := snapfile machine util
+DEPS_elf := util
+DEPS_machine := elf util
+DEPS_snapfile := machine elf util
+DEPS_devices := snapfile machine elf util
 DEPS_stats := util
 LIBS_stats := -ljansson
-DEPS_pmu := snapfile machine util
+DEPS_pmu := snapfile machine elf util
 LIBS_pmu := -ljansson
-DEPS_vmm := devices pmu snapfile machine stats util
+DEPS_vmm := devices pmu snapfile machine elf stats util
 # System libraries a component's code needs (its unit tests link them too):
 # libfdt for the snapshot state file, xxhash for its checksums, liburing for
 # snapshot memory I/O, jansson for the control socket, libseccomp for the
@@ -207,7 +208,7 @@ FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
 FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/gmem.c \
-	util/util.c pmu/symbols.c
+	util/util.c pmu/symbols.c elf/elf.c elf/elf_sym.c
 FUZZ_OPTS_loaders :=
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=

@@ -4,7 +4,8 @@
  * the ELF64 contract, multiboot v1 (header search and load), the PVH note
  * and the Linux bzImage. A hostile file must be refused or loaded inside
  * guest RAM (4 MiB, checked through gmem_hva), never crash. The profiler's
- * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text) too.
+ * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text) too;
+ * every ELF is read through elf/.
  */
 #include <stdint.h>
 #include <stdlib.h>

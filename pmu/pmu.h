@@ -335,10 +335,11 @@ struct prof_symtab {
 };
 
 /*
- * Load the function symbols of an ELF image (.symtab, ELF32 or ELF64) or
- * of nm/System.map text ("ADDR TYPE NAME" lines, text symbols). An ELF
- * without a symbol table gives an empty table (0: samples show addresses).
- * -EINVAL with a message for text with no symbol in it or a malformed ELF.
+ * Load the function symbols of an ELF image (.symtab, ELF32 i386 or ELF64
+ * x86-64, read with elf/elf.h) or of nm/System.map text ("ADDR TYPE NAME"
+ * lines, text symbols). An ELF without a symbol table gives an empty table
+ * (0: samples show addresses). -EINVAL with a message for text with no
+ * symbol in it or a malformed ELF.
  */
 int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err);
 int prof_symtab_load_text(struct prof_symtab *t, const char *text, size_t len, struct errbuf *err);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Guest symbols for the profiler: the function symbols of an ELF's .symtab
- * (ELF32 or ELF64, every offset and size checked against the file), or of
- * nm / System.map text. Sorted by address for a binary search.
+ * (ELF32 or ELF64, read by the ELF reader, elf/elf.h), or of nm /
+ * System.map text. Sorted by address for a binary search.
  */
 #include "pmu.h"
+
+#include "elf/elf.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -67,136 +69,50 @@ void prof_symtab_fini(struct prof_symtab *t)
 	t->n = 0;
 }
 
-/* One symbol table entry, either class, as 64-bit values. */
-struct sym_ent {
-	uint32_t name;
-	uint8_t type;
-	uint16_t shndx;
-	uint64_t value, size;
-};
-
-struct shdr_ent {
-	uint32_t type;
-	uint64_t offset, size, entsize, link;
-};
-
-/* What the ELF header says of the section headers, either class. */
-struct ehdr_ent {
-	uint64_t shoff;
-	unsigned shnum, shentsize;
-};
-
-/* The header of an ELF of `len` bytes, copied out; false if the file is shorter than it. */
-static bool ehdr_at(const unsigned char *p, size_t len, bool is64, struct ehdr_ent *o)
+/* A symbol a profile names a frame by: a function or a label, defined, with a name. */
+static bool is_code_symbol(const Elf64_Sym *s)
 {
-	if (is64 && len >= sizeof(Elf64_Ehdr)) {
-		Elf64_Ehdr h;
+	unsigned type = ELF64_ST_TYPE(s->st_info);
 
-		memcpy(&h, p, sizeof(h));
-		*o = (struct ehdr_ent){ h.e_shoff, h.e_shnum, h.e_shentsize };
-		return true;
-	}
-	if (!is64 && len >= sizeof(Elf32_Ehdr)) {
-		Elf32_Ehdr h;
-
-		memcpy(&h, p, sizeof(h));
-		*o = (struct ehdr_ent){ h.e_shoff, h.e_shnum, h.e_shentsize };
-		return true;
-	}
-	return false;
-}
-
-/* Copied out (memcpy): a file's offsets need not be aligned for the structures. */
-static void shdr_at(const unsigned char *at, bool is64, struct shdr_ent *o)
-{
-	if (is64) {
-		Elf64_Shdr s;
-
-		memcpy(&s, at, sizeof(s));
-		*o = (struct shdr_ent){ s.sh_type, s.sh_offset, s.sh_size, s.sh_entsize, s.sh_link };
-	} else {
-		Elf32_Shdr s;
-
-		memcpy(&s, at, sizeof(s));
-		*o = (struct shdr_ent){ s.sh_type, s.sh_offset, s.sh_size, s.sh_entsize, s.sh_link };
-	}
-}
-
-static void sym_at(const unsigned char *at, bool is64, struct sym_ent *o)
-{
-	if (is64) {
-		Elf64_Sym s;
-
-		memcpy(&s, at, sizeof(s));
-		*o = (struct sym_ent){ s.st_name, ELF64_ST_TYPE(s.st_info), s.st_shndx, s.st_value,
-				       s.st_size };
-	} else {
-		Elf32_Sym s;
-
-		memcpy(&s, at, sizeof(s));
-		*o = (struct sym_ent){ s.st_name, ELF32_ST_TYPE(s.st_info), s.st_shndx, s.st_value,
-				       s.st_size };
-	}
-}
-
-static bool in_file(size_t len, uint64_t off, uint64_t size)
-{
-	return off <= len && size <= len - off;
+	return (type == STT_FUNC || type == STT_NOTYPE) && s->st_shndx != SHN_UNDEF &&
+	       s->st_shndx < SHN_LORESERVE;
 }
 
 int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err)
 {
-	const unsigned char *p = image;
-	struct ehdr_ent eh;
-	bool is64;
+	struct elf_file f;
+	struct elf_symtab st;
+	struct elf_strtab str;
 	size_t cap = 0;
+	int shndx;
 
 	memset(t, 0, sizeof(*t));
 	snprintf(t->source, sizeof(t->source), "none");
-	if (len < EI_NIDENT || memcmp(p, ELFMAG, SELFMAG))
-		return errbuf_set(err, -EINVAL, "not an ELF file");
-	is64 = p[EI_CLASS] == ELFCLASS64;
-	/* Every structure is copied out: offsets in a file need not be aligned. */
-	if ((!is64 && p[EI_CLASS] != ELFCLASS32) || !ehdr_at(p, len, is64, &eh))
-		return errbuf_set(err, -EINVAL, "ELF: truncated header");
-	if (eh.shnum && eh.shentsize != (is64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr)))
-		return errbuf_set(err, -EINVAL, "ELF: bad section header size");
-	if (!eh.shnum)
+	/* The reader's message names what is wrong with the file; a malformed ELF is -EINVAL here. */
+	if (elf_open(&f, image, len, err) || elf_check_shdrs(&f, err))
+		return -EINVAL;
+	shndx = elf_find_section(&f, SHT_SYMTAB);
+	if (shndx < 0)
 		return 0;
-	if (!in_file(len, eh.shoff, (uint64_t)eh.shnum * eh.shentsize))
-		return errbuf_set(err, -EINVAL, "ELF: section headers outside the file");
-	for (unsigned i = 0; i < eh.shnum; i++) {
-		struct shdr_ent sh, str;
+	if (elf_symtab_open(&f, (unsigned)shndx, &st, NULL))
+		return errbuf_set(err, -EINVAL, "ELF: malformed .symtab");
+	if (elf_strtab_open(&f, st.link, &str, NULL))
+		return errbuf_set(err, -EINVAL, "ELF: string table outside the file");
+	for (uint64_t i = 1; i < st.nsyms; i++) {
+		Elf64_Sym s;
+		const char *name;
+		size_t nlen;
+		int rc;
 
-		shdr_at(p + eh.shoff + (uint64_t)i * eh.shentsize, is64, &sh);
-		if (sh.type != SHT_SYMTAB)
+		elf_sym(&st, i, &s);
+		/* A name outside its table is skipped, as an unnamed symbol is. */
+		if (!is_code_symbol(&s) || elf_str(&str, s.st_name, &name, &nlen, NULL) || !nlen)
 			continue;
-		if (sh.entsize != (is64 ? sizeof(Elf64_Sym) : sizeof(Elf32_Sym)) || sh.link >= eh.shnum ||
-		    !in_file(len, sh.offset, sh.size))
-			return errbuf_set(err, -EINVAL, "ELF: malformed .symtab");
-		shdr_at(p + eh.shoff + sh.link * eh.shentsize, is64, &str);
-		if (!in_file(len, str.offset, str.size))
-			return errbuf_set(err, -EINVAL, "ELF: string table outside the file");
-		for (uint64_t j = 1; j < sh.size / sh.entsize; j++) {
-			uint64_t stroff = str.offset, strsize = str.size;
-			struct sym_ent e;
-			const char *name;
-			int rc;
-
-			sym_at(p + sh.offset + j * sh.entsize, is64, &e);
-			if ((e.type != STT_FUNC && e.type != STT_NOTYPE) || e.shndx == SHN_UNDEF ||
-			    e.shndx >= SHN_LORESERVE || e.name >= strsize)
-				continue;
-			name = (const char *)p + stroff + e.name;
-			if (!name[0])
-				continue;
-			rc = add(t, &cap, e.value, e.size, name, strnlen(name, strsize - e.name));
-			if (rc) {
-				prof_symtab_fini(t);
-				return errbuf_set(err, rc, "out of memory");
-			}
+		rc = add(t, &cap, s.st_value, s.st_size, name, nlen);
+		if (rc) {
+			prof_symtab_fini(t);
+			return errbuf_set(err, rc, "out of memory");
 		}
-		break;
 	}
 	finish(t);
 	if (t->n)
