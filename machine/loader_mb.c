@@ -3,7 +3,7 @@
  * Multiboot v1 kernel loader, as QEMU's -kernel loads one: the header's
  * load addresses when the a.out kludge bit is set, the ELF's PT_LOADs
  * otherwise (ELF32, and ELF64 as GRUB 2 allows). Pure: unit-tested with
- * images built in memory (tests/unit/test_vmm_loader_boot.c).
+ * images built in memory (tests/unit/test_machine_boot.c).
  */
 #include "machine/machine.h"
 
