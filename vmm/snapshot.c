@@ -119,7 +119,7 @@ static void save_vcpu(struct vcpu *v, void *arg)
 		void *st = c->s->vcpu[v->index].part[k];
 
 		if (p && st)
-			p->save_vcpu(p->obj, v->index, st);
+			p->ops->save_vcpu(p->obj, v->index, st);
 	}
 	s->done = true;
 }
@@ -166,10 +166,10 @@ static void save_vm_parts(const struct vm_snapshot_env *e, struct snap *s)
 
 	for (unsigned k = 0; k < sc->nr_devices; k++)
 		if ((p = vm_parts_find(e->parts, sc->devices[k], false)) && s->dev[k])
-			p->save(p->obj, s->dev[k]);
+			p->ops->save(p->obj, s->dev[k]);
 	for (unsigned k = 0; k < sc->nr_vm; k++)
 		if ((p = vm_parts_find(e->parts, sc->vm[k], false)) && s->vm[k])
-			p->save(p->obj, s->vm[k]);
+			p->ops->save(p->obj, s->vm[k]);
 }
 
 static void blob(struct snap_bytes *b, const void *p, size_t len)
@@ -560,7 +560,7 @@ static int load_part(const struct vm_restore *r, const struct vm_part *p, int vc
 		     struct errbuf *err)
 {
 	struct errbuf e;
-	int rc = vcpu < 0 ? p->load(p->obj, st, &e) : p->load_vcpu(p->obj, (unsigned)vcpu, st, &e);
+	int rc = vcpu < 0 ? p->ops->load(p->obj, st, &e) : p->ops->load_vcpu(p->obj, (unsigned)vcpu, st, &e);
 
 	return rc ? restore_fail(r->dir, err, rc, e.msg) : 0;
 }
@@ -574,8 +574,8 @@ int vm_restore_parts(const struct vm_restore *r, const struct vm_parts *parts, u
 	for (unsigned k = 0; k < parts->n && !rc; k++) {
 		const struct vm_part *p = &parts->p[k];
 
-		if (!p->per_vcpu) {
-			const void *st = snap_part_state(s, p->desc, -1);
+		if (!p->ops->per_vcpu) {
+			const void *st = snap_part_state(s, p->ops->desc, -1);
 
 			/* A part the snapshot lacks is one this machine does not have in it (the PMU off). */
 			if (st)
@@ -583,7 +583,7 @@ int vm_restore_parts(const struct vm_restore *r, const struct vm_parts *parts, u
 			continue;
 		}
 		for (unsigned i = 0; i < nr_vcpus && !rc; i++) {
-			const void *st = snap_part_state(s, p->desc, (int)i);
+			const void *st = snap_part_state(s, p->ops->desc, (int)i);
 
 			if (st)
 				rc = load_part(r, p, (int)i, st, err);

@@ -23,6 +23,7 @@ struct vm_dev {
 	void *dev;
 	struct dev_host host; /* opaque: this struct */
 	struct vm_devices *owner;
+	struct vm_part_ops part_ops; /* its snapshot part: dev_ops for its desc->state */
 };
 
 struct vm_devices {
@@ -142,6 +143,8 @@ static int part_load(void *obj, const void *state, struct errbuf *err)
 	return rc ? errbuf_set(err, rc, "device %s refuses its saved state", d->desc->name) : 0;
 }
 
+static const struct vm_part_ops dev_ops = { .save = part_save, .load = part_load };
+
 int vm_devices_add_parts(struct vm_devices *ds, struct vm_parts *l, struct errbuf *err)
 {
 	for (unsigned i = 0; i < ds->n; i++) {
@@ -150,11 +153,9 @@ int vm_devices_add_parts(struct vm_devices *ds, struct vm_parts *l, struct errbu
 
 		if (!d->desc->state)
 			continue;
-		rc = vm_parts_add(
-			l,
-			&(struct vm_part){
-				.desc = d->desc->state, .obj = d, .save = part_save, .load = part_load },
-			err);
+		d->part_ops = dev_ops;
+		d->part_ops.desc = d->desc->state;
+		rc = vm_parts_add(l, &d->part_ops, d, err);
 		if (rc)
 			return rc;
 	}

@@ -358,25 +358,16 @@ static int load_vcpu(void *obj, unsigned i, const void *state, struct errbuf *er
 	return 0;
 }
 
+static const struct vm_part_ops caps_ops = { .desc = &pmu_caps_part, .save = save_caps, .load = load_caps };
+static const struct vm_part_ops vcpu_ops = {
+	.desc = &pmu_vcpu_part, .per_vcpu = true, .save_vcpu = save_vcpu, .load_vcpu = load_vcpu
+};
+
 int vm_pmu_add_parts(struct vm_pmu *p, struct vm_parts *l, struct errbuf *err)
 {
-	int rc;
-
 	if (!p->on)
 		return 0; /* a machine without the PV PMU has no PMU parts */
-	rc = vm_parts_add(
-		l,
-		&(struct vm_part){ .desc = &pmu_caps_part, .obj = p, .save = save_caps, .load = load_caps },
-		err);
-	if (!rc)
-		rc = vm_parts_add(l,
-				  &(struct vm_part){ .desc = &pmu_vcpu_part,
-						     .obj = p,
-						     .per_vcpu = true,
-						     .save_vcpu = save_vcpu,
-						     .load_vcpu = load_vcpu },
-				  err);
-	return rc;
+	return vm_parts_add(l, &caps_ops, p, err) ?: vm_parts_add(l, &vcpu_ops, p, err);
 }
 
 /* ---- the vCPU thread -------------------------------------------------------------- */

@@ -681,19 +681,12 @@ static int load_vcpu(void *obj, unsigned i, const void *state, struct errbuf *er
 	return 0;
 }
 
+static const struct vm_part_ops vm_ops = { .desc = &snap_stats_part, .save = save_vm, .load = load_vm };
+static const struct vm_part_ops vcpu_ops = {
+	.desc = &snap_stats_part, .per_vcpu = true, .save_vcpu = save_vcpu, .load_vcpu = load_vcpu
+};
+
 int vm_stats_add_parts(struct vm_stats *s, struct vm_parts *l, struct errbuf *err)
 {
-	int rc = vm_parts_add(
-		l, &(struct vm_part){ .desc = &snap_stats_part, .obj = s, .save = save_vm, .load = load_vm },
-		err);
-
-	if (!rc)
-		rc = vm_parts_add(l,
-				  &(struct vm_part){ .desc = &snap_stats_part,
-						     .obj = s,
-						     .per_vcpu = true,
-						     .save_vcpu = save_vcpu,
-						     .load_vcpu = load_vcpu },
-				  err);
-	return rc;
+	return vm_parts_add(l, &vm_ops, s, err) ?: vm_parts_add(l, &vcpu_ops, s, err);
 }

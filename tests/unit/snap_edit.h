@@ -67,4 +67,18 @@ static inline void snap_set_and_expect(const struct snap_schema *schema, const v
 	free(c);
 }
 
+/* Delete path/prop (prop NULL: the node path) in a copy of blob: the parse must fail naming want. */
+static inline void snap_delete_and_expect(const struct snap_schema *schema, const void *blob, size_t len,
+					  const char *path, const char *prop, const char *want)
+{
+	void *c = editable(blob, len);
+
+	if (prop)
+		cr_assert_eq(fdt_delprop(c, node(c, path), prop), 0, "%s/%s", path, prop);
+	else
+		cr_assert_eq(fdt_del_node(c, node(c, path)), 0, "%s", path);
+	snap_expect_error(schema, c, resum(c), -EINVAL, want);
+	free(c);
+}
+
 #endif
