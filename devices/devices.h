@@ -167,7 +167,8 @@ struct dev_range {
  * each range on the bus, hands `create` a dev_host whose set_irq drives
  * ISA line `irq`, and saves and restores `state` through save and load.
  * A new device is its file (state machine and this entry) and one line in
- * devices/table.c.
+ * devices/table.c; its part is SNAP_PART_OPTIONAL, so the snapshots taken
+ * before it existed still restore.
  */
 struct dev_desc {
 	const char *name;
@@ -186,6 +187,7 @@ struct dev_desc {
 	int (*load)(void *dev, const void *state);
 };
 
+/* The devices other code names (the main loop feeds the UART; tests look at their parts). */
 extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg;
 
 /* Every device of the machine, in the order the VM makes them (devices/table.c). */

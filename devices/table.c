@@ -2,12 +2,23 @@
 /*
  * The machine's devices, one line each, in the order the VM makes them
  * (and a snapshot writes their states). A new device is its own file in
- * devices/ and one line here.
+ * devices/ (its state machine and its `const struct dev_desc dev_NAME`)
+ * and one line here.
  */
 #include "devices/devices.h"
 
-const struct dev_desc *const dev_table[] = {
-	&dev_serial, &dev_testdev, &dev_debugexit, &dev_i8042, &dev_fwcfg,
-};
+#define DEVICES(X)   \
+	X(serial)    \
+	X(testdev)   \
+	X(debugexit) \
+	X(i8042)     \
+	X(fwcfg)
+
+#define DECLARE(name) extern const struct dev_desc dev_##name;
+#define ENTRY(name) &dev_##name,
+
+DEVICES(DECLARE)
+
+const struct dev_desc *const dev_table[] = { DEVICES(ENTRY) };
 
 const unsigned dev_table_len = sizeof(dev_table) / sizeof(dev_table[0]);

@@ -57,7 +57,13 @@ struct snap_field {
 			offsetof(T, len_member), 0                                   \
 	}
 
-#define SNAP_PART_OPTIONAL (1u << 0) /* came within format 1: absent in older files, then its state is 0 */
+/*
+ * SNAP_PART_OPTIONAL: came within format 1, so older files lack it; a part
+ * that is absent has no state (NULL), is not loaded at a restore (the
+ * component keeps its state from creation: its reset state), and is not
+ * written back. A new device's part is optional.
+ */
+#define SNAP_PART_OPTIONAL (1u << 0)
 #define SNAP_PART_PMU (1u << 1)	     /* present exactly when the machine has the PV PMU */
 
 struct snap;

@@ -544,8 +544,8 @@ static void r_field(struct fdtr *r, int node, const struct snap_field *f, void *
 
 /*
  * A part's node under parent into a new state (*out), fields and then the
- * part's own check. An optional part that is absent gets a zero state; a
- * PMU part of a machine without the PV PMU gets none.
+ * part's own check. An optional part that is absent, and a PMU part of a
+ * machine without the PV PMU, get none (*out NULL).
  */
 static void r_part(struct fdtr *r, struct snap *s, int parent, const struct snap_part *p, void **out)
 {
@@ -559,15 +559,13 @@ static void r_part(struct fdtr *r, struct snap *s, int parent, const struct snap
 		node = fdt_subnode_offset(r->blob, parent, p->name);
 	else
 		node = r_node(r, parent, p->name);
-	if (node < 0 && !(p->flags & SNAP_PART_OPTIONAL))
-		return;
+	if (node < 0)
+		return; /* missing (r_node said so), or an older writer's file without an optional part */
 	*out = calloc(1, p->size ? p->size : 1);
 	if (!*out) {
 		r->rc = errbuf_set(r->err, -ENOMEM, "snapshot: out of memory");
 		return;
 	}
-	if (node < 0)
-		return; /* an older writer's file: the reset state */
 	if (fdt_get_path(r->blob, node, r->where, sizeof(r->where)))
 		snprintf(r->where, sizeof(r->where), "%s", p->name);
 	for (unsigned i = 0; i < p->nr_fields && !r->rc; i++)
