@@ -105,6 +105,8 @@ static int create_vcpus(struct vm *vm, struct errbuf *err)
 	/* KVM_GET_TSC_KHZ fails on hosts without a stable TSC; the guest then sees 0. */
 	rc = ioctl(vm->vcpus[0].fd, KVM_GET_TSC_KHZ, 0);
 	vm->tsc_khz = rc > 0 ? (uint32_t)rc : 0;
+	vm->snap.vcpus = vm->vcpus;
+	vm->snap.machine.tsc_khz = vm->tsc_khz;
 	/* APs stay in wait-for-SIPI in the in-kernel LAPIC; only the BSP gets state. */
 	return 0;
 }
@@ -119,7 +121,7 @@ static int boot_machine(struct vm *vm, struct errbuf *err)
 	return rc ? rc : x86_setup_bsp(vm->vcpus[0].fd, &vm->boot.cpu, err);
 }
 
-/* What the vCPUs, the snapshot and the control socket act on. */
+/* What the vCPUs, the snapshot and the control socket act on (the vCPUs and what comes after them, later). */
 static void fill_envs(struct vm *vm)
 {
 	const struct vm_config *cfg = &vm->cfg;
@@ -136,6 +138,7 @@ static void fill_envs(struct vm *vm)
 	vm->snap = (struct vm_snapshot_env){
 		.ctl = &vm->ctl,
 		.kvm = &vm->kvm,
+		.vm_fd = vm->fd,
 		.mem = &vm->mem,
 		.parts = &vm->parts,
 		.verbose = cfg->verbose,
@@ -229,9 +232,6 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		fill_envs(vm);
 		rc = create_vcpus(vm, err);
 	}
-	vm->snap.machine.tsc_khz = vm->tsc_khz;
-	vm->snap.vm_fd = vm->fd;
-	vm->snap.vcpus = vm->vcpus;
 	if (!rc)
 		rc = restore ? vm_restore_kvm(&vm->restore, &vm->snap, err) : boot_machine(vm, err);
 	if (!rc)
