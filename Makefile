@@ -168,6 +168,8 @@ INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/sta
 # (docs/testing.md "Running one test or one section").
 integration: $(INTEGRATION_DEPS)
 	$(Q)bash tests/integration/run.sh $(T)
+# What the integration tests use, built (to run one test file by hand).
+integration-deps: $(INTEGRATION_DEPS)
 
 # The integration suite in the test host (KVM on emulated AMD SVM) with
 # each userland, also on a machine that has /dev/kvm (.ci/run does this).
@@ -264,6 +266,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration integration-deps check-testhost guest-check fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
