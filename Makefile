@@ -171,13 +171,18 @@ abi-compat: $(ABI_COMPAT)
 		echo "ok   $$t: $$(echo "$$out" | grep -a Synthesis | tail -n 1)"; done
 
 INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(BUILD)/tests/apiclients $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+# T=NAMES (sections, tests or cases, separated by commas or spaces) runs only
+# those integration tests; USERLAND=busybox|gnu only that test-host pass
+# (docs/testing.md "Running one test or one section").
 integration: $(INTEGRATION_DEPS)
-	$(Q)bash tests/integration/run.sh
+	$(Q)bash tests/integration/run.sh $(T)
+# What the integration tests use, built (to run one test file by hand).
+integration-deps: $(INTEGRATION_DEPS)
 
 # The integration suite in the test host (KVM on emulated AMD SVM) with
 # each userland, also on a machine that has /dev/kvm (.ci/run does this).
 check-testhost: $(INTEGRATION_DEPS)
-	$(Q)PERFVISOR_FORCE_TESTHOST=1 bash tests/integration/run.sh
+	$(Q)PERFVISOR_FORCE_TESTHOST=1 bash tests/integration/run.sh $(T)
 
 # The guest instruction check (docs/testing.md): no guest image may hold an
 # instruction that fails on some KVM host, unless tests/guest-check/allow says why.
@@ -244,8 +249,16 @@ fuzz-corpus: fuzz-build
 		$(FUZZ_OUT)/$$t -merge=1 -max_len=65536 fuzz/corpus/$$t $(FUZZ_OUT)/corpus-$$t >/dev/null 2>&1 || exit 1; \
 		echo "fuzz/corpus/$$t: $$(ls fuzz/corpus/$$t | wc -l) inputs"; done
 
+# make check T=NAMES: only those integration tests (and what they need built).
+ifeq ($(strip $(T)),)
 check: unit abi-compat guest-check layering fuzz-check integration format-check
 	$(Q)echo "make check: all test suites passed"
+else
+check: $(INTEGRATION_DEPS)
+	$(Q)echo "make check T=$(T): these integration tests only (unit tests, ABI compatibility, guest check, fuzzing and format check skipped)"
+	$(Q)bash tests/integration/run.sh $(T)
+	$(Q)echo "make check T=$(T): passed"
+endif
 
 run: all
 	$(Q)bash scripts/run-demo.sh
@@ -267,6 +280,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit abi-compat integration check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration integration-deps check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

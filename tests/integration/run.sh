@@ -2,19 +2,33 @@
 # SPDX-License-Identifier: MIT
 # Run the integration tests on a real KVM: directly when /dev/kvm exists,
 # otherwise (or with PERFVISOR_FORCE_TESTHOST=1) inside the test host VM
-# (tests/testhost/run.sh), once per userland. With neither, fail: CI treats
-# a missing KVM as a failure, never as a skip.
+# (tests/testhost/run.sh), once per userland (USERLAND=busybox or gnu: that
+# one only). With neither, fail: CI treats a missing KVM as a failure, never
+# as a skip.
+# Usage: tests/integration/run.sh [NAME...]: every test, or only the sections,
+# tests and cases named (commas or spaces between them; tests/integration/tests.sh
+# BUILD --list lists them); an unknown name is an error (exit 2).
 set -euo pipefail
+set -f # the names are words, never patterns
 cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
+sel=$(echo "$*" | tr ' ' ',')
+userlands=${USERLAND:-busybox gnu}
+case "$userlands" in busybox | gnu | "busybox gnu") ;; *)
+	echo "integration: USERLAND must be busybox or gnu (or unset: both), not '$userlands'" >&2; exit 2 ;;
+esac
+# The test files the selection names (all without one); unknown names end it here.
+files=$(sh tests/integration/tests.sh "$build" -n $(echo "$sel" | tr ',' ' ')) || exit 2
 
 # The Debian kernel the boot-protocol tests boot: fetched on this machine
 # (the test host has no network), cached in $build/debian-kernel. If this
 # fails, the debian-kernel test fails and says so.
-bash tests/integration/debian-kernel.sh "$build" || true
+if grep -q '/debian-kernel\.sh$' <<<"$files"; then
+	bash tests/integration/debian-kernel.sh "$build" || true
+fi
 
 if [ -c /dev/kvm ] && [ -z "${PERFVISOR_FORCE_TESTHOST:-}" ]; then
-	exec sh tests/integration/tests.sh "$build"
+	exec sh tests/integration/tests.sh "$build" ${sel:+"$sel"}
 fi
 
 if [ -c /dev/kvm ]; then
@@ -22,7 +36,7 @@ if [ -c /dev/kvm ]; then
 else
 	echo "integration: /dev/kvm is missing on this machine; running the tests on the KVM inside the test host VM"
 fi
-if [ ! -e /dev/kvm ]; then
+if [ ! -e /dev/kvm ] && [ -z "$sel" ]; then
 	# On this machine itself, perfvisor must say clearly that KVM is missing.
 	set +e
 	out=$("$build/perfvisor" run --kernel "$build/guests/hello.elf" 2>&1)
@@ -42,9 +56,9 @@ done
 export TESTHOST_EXTRA
 # Twice: with busybox's tools and with GNU coreutils first on PATH (as on a
 # Debian host), so the harness never depends on one of them.
-for userland in busybox gnu; do
+for userland in $userlands; do
 	echo "integration: test host with the $userland userland"
-	TESTHOST_USERLAND=$userland bash tests/testhost/run.sh "sh tests/integration/tests.sh $build" || {
+	TESTHOST_USERLAND=$userland bash tests/testhost/run.sh "sh tests/integration/tests.sh $build${sel:+ $sel}" || {
 		echo "integration: FAILED in the test host with the $userland userland"
 		exit 1
 	}
