@@ -207,7 +207,7 @@ FUZZ_FLAGS := -std=gnu11 -g -O1 -Iinclude -I. -D_GNU_SOURCE -pthread \
 FUZZ_CHECK_SECONDS ?= 10
 FUZZ_SECONDS ?= 120
 FUZZ_OUT := $(BUILD)/fuzz
-FUZZ_SRCS_snapshot := fuzz/snapshot.c snapfile/snapfmt.c vmm/snapschema.c machine/gmem.c pmu/pmu.c pmu/events.c \
+FUZZ_SRCS_snapshot := fuzz/snapshot.c snapfile/parse.c snapfile/state.c vmm/snapschema.c machine/gmem.c pmu/pmu.c pmu/events.c \
 	pmu/state.c pmu/perf.c $(wildcard devices/*.c) util/util.c
 FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c

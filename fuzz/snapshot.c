@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: the snapshot state file parser (snapfile/snapfmt.c), with
+ * libFuzzer target: the snapshot state file parser (snapfile/parse.c), with
  * the VM's schema (its devices', PV PMU's and statistics' parts). Each
  * input is parsed as it is, and, where it is a sound device tree, once more
  * with its checksum fixed up, so mutations also reach the checks behind

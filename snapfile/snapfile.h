@@ -64,7 +64,7 @@ struct snap_field {
  * written back. A new device's part is optional.
  */
 #define SNAP_PART_OPTIONAL (1u << 0)
-#define SNAP_PART_PMU (1u << 1)	     /* present exactly when the machine has the PV PMU */
+#define SNAP_PART_PMU (1u << 1) /* present exactly when the machine has the PV PMU */
 
 struct snap;
 
@@ -101,7 +101,7 @@ struct snap_schema {
 	unsigned nr_vcpu;
 };
 
-/* ---- snapshot state file (snapfmt.c, docs/snapshot.md) --------------------- */
+/* ---- snapshot state file (write.c, parse.c, state.c; docs/snapshot.md) ------ */
 /*
  * A snapshot directory holds SNAP_STATE_FILE, a flattened device tree with
  * every piece of state but guest RAM, and SNAP_MEMORY_FILE, the raw RAM.

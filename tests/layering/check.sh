@@ -7,7 +7,8 @@
 # it. Calls through function pointers (callbacks, hooks) are not edges: they
 # are the deliberate way back up. Prints each component's files from the
 # bottom layer up. POSIX sh and awk.
-# Usage: tests/layering/check.sh OBJDIR COMPONENT...   (OBJDIR: build/obj)
+# Usage: tests/layering/check.sh OBJDIR COMPONENT...   (OBJDIR: build/obj; run from the
+# directory that holds the components' sources, the repo root)
 set -eu
 obj=${1:?usage: tests/layering/check.sh OBJDIR COMPONENT...}
 shift
@@ -19,6 +20,8 @@ for comp in "$@"; do
 		f=$(basename "$o" .o)
 		# main.o is the program, not part of the library: it may call anything and nothing calls it.
 		[ "$f" = main ] && continue
+		# An object whose source is gone (a stale build) is not part of the component.
+		[ -f "$comp/$f.c" ] || continue
 		nm --defined-only -g "$o" | awk -v f="$f" 'NF == 3 { print "D", f, $3 }'
 		nm -u "$o" | awk -v f="$f" '{ print "U", f, $NF }'
 	done | awk -v comp="$comp" '

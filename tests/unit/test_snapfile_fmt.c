@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests for the snapshot state file (snapfile/snapfmt.c), with a
+ * Unit tests for the snapshot state file (snapfile/write.c, parse.c), with a
  * schema of the test's own whose parts use every kind of field: a
  * build/parse round trip keeps every field; every kind of damage gives a
  * clear error naming what is wrong (structure, truncation, checksum, newer
