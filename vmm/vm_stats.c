@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the VMM publishes in the statistics region: exits by reason and by
- * device, time in and out of KVM_RUN (live through a since companion), KVM's
- * own binary stats mirrored by name, the thread's CPU time, and the VM
- * record, and their snapshot parts. Fields are declared through the
- * scoreboard before the vCPUs start; a vCPU's entry has one writer at a
- * time (enum vcpu_stats_owner).
+ * What the VMM publishes in the statistics region: the fields it declares
+ * (docs/stats-abi.md), exits by reason and by device, time in and out of
+ * KVM_RUN (live through a since companion) and the VM record. Fields are
+ * declared through the scoreboard before the vCPUs start; a vCPU's entry
+ * has one writer at a time (vm_stats_internal.h). KVM's own stats and the
+ * thread's CPU time: vm_stats_kvm.c; the snapshot parts: vm_stats_parts.c.
  */
-#include "vm_stats.h"
+#include "vm_stats_internal.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,61 +21,6 @@
 #include <unistd.h>
 
 #include "control.h"
-
-/* How often a vCPU refreshes its mirror of KVM's binary stats (one pread). */
-#define KVM_STATS_PERIOD_NS 100000000ULL
-#define VM_STATS_MAX_KVM 128
-
-/* KVM's binary stats of a vCPU (KVM_GET_STATS_FD), mirrored by name. */
-struct vm_kvm_stats {
-	unsigned nr;			  /* mirrored u64 values */
-	uint64_t data_offset;		  /* of the values in the stats fd */
-	size_t data_len;		  /* bytes to pread */
-	uint32_t index[VM_STATS_MAX_KVM]; /* u64 index of mirrored value i in the data */
-	struct sb_field field[VM_STATS_MAX_KVM];
-	uint64_t *main_buf; /* the main thread's pread target (vm_stats_refresh_running) */
-};
-
-/*
- * Who writes a vCPU's stats entry (struct vm_stats_vcpu.owner): its own
- * thread, except while it is inside KVM_RUN, when the entry is OPEN and
- * the main thread may take it (compare-and-swap to MAIN) for one short
- * update of the kvm.* mirror and time.cpu_ns, with no system call while
- * it holds it. The vCPU thread takes it back when KVM_RUN returns,
- * waiting out such an update. So the seqlock has one writer at a time and
- * readers see one.
- */
-enum vcpu_stats_owner {
-	VCPU_STATS_VCPU = 0,
-	VCPU_STATS_OPEN = 1,
-	VCPU_STATS_MAIN = 2,
-};
-
-struct vm_stats_vcpu {
-	struct sb_entry e;    /* written by its owner of the moment */
-	int kvm_fd;	      /* KVM_GET_STATS_FD, -1 if unsupported */
-	uint64_t *kvm_buf;    /* the vCPU thread's pread target */
-	uint64_t kvm_last_ns; /* when the published mirror was sampled; written by the entry's owner */
-	uint32_t owner;	      /* enum vcpu_stats_owner, accessed atomically */
-	clockid_t cpu_clock;  /* the thread's CPU-time clock, for the main thread */
-	bool cpu_clock_ok;
-	uint64_t run_live_last; /* main thread: its last live time.kvm_run_ns (vm_stats_update_vm) */
-	/* kvm.* mirror of a restored VM: KVM counts from 0 again, the published value continues */
-	uint64_t kvm_base[VM_STATS_MAX_KVM];
-	uint64_t cpu_ns_base; /* time.cpu_ns likewise: the new thread's CPU clock starts at 0 */
-};
-
-struct vm_stats {
-	struct stats_region *region;
-	struct vm_stats_fields sf;
-	struct vm_kvm_stats kvm;
-	unsigned nr_vcpus;
-	uint64_t start_ns, mem_size;
-	struct host_info host;
-	struct vm_stats_vcpu *v;
-	void (*publish_hook)(void *ctx, unsigned i, struct sb_entry e);
-	void *publish_ctx;
-};
 
 #define CUM PV_STATS_CUMULATIVE
 #define NONE PV_STATS_UNIT_NONE
@@ -181,93 +126,6 @@ static int declare_io_ranges(struct vm_stats *s, const struct bus *b, struct err
 	return 0;
 }
 
-static enum pv_stats_kind kvm_kind(uint32_t flags)
-{
-	switch (flags & KVM_STATS_TYPE_MASK) {
-	case KVM_STATS_TYPE_CUMULATIVE:
-		return PV_STATS_CUMULATIVE;
-	case KVM_STATS_TYPE_PEAK:
-		return PV_STATS_PEAK;
-	default:
-		return PV_STATS_INSTANT;
-	}
-}
-
-static enum pv_stats_unit kvm_unit(uint32_t flags)
-{
-	switch (flags & KVM_STATS_UNIT_MASK) {
-	case KVM_STATS_UNIT_BYTES:
-		return PV_STATS_UNIT_BYTES;
-	case KVM_STATS_UNIT_SECONDS:
-		return PV_STATS_UNIT_SECONDS;
-	case KVM_STATS_UNIT_CYCLES:
-		return PV_STATS_UNIT_CYCLES;
-	default:
-		return PV_STATS_UNIT_NONE;
-	}
-}
-
-/*
- * Mirror the scalar (size 1, base-10) values of KVM's per-vCPU binary stats
- * as "kvm.<name>". The descriptors are read once from vCPU 0; every vCPU has
- * the same layout.
- */
-static int declare_kvm_stats(struct vm_stats *s, struct errbuf *err)
-{
-	struct vm_kvm_stats *ks = &s->kvm;
-	struct kvm_stats_header h;
-	int fd = s->v[0].kvm_fd;
-	size_t dsz;
-	char *descs;
-	int rc = 0;
-
-	if (fd < 0)
-		return 0;
-	if (pread(fd, &h, sizeof(h), 0) != sizeof(h))
-		return errbuf_set(err, -EIO, "KVM stats: cannot read the header");
-	dsz = sizeof(struct kvm_stats_desc) + h.name_size;
-	descs = calloc(h.num_desc, dsz);
-	if (!descs)
-		return errbuf_set(err, -ENOMEM, "out of memory");
-	if (pread(fd, descs, h.num_desc * dsz, h.desc_offset) != (ssize_t)(h.num_desc * dsz)) {
-		rc = errbuf_set(err, -EIO, "KVM stats: cannot read the descriptors");
-		goto out;
-	}
-	ks->data_offset = h.data_offset;
-	for (uint32_t i = 0; i < h.num_desc && ks->nr < VM_STATS_MAX_KVM; i++) {
-		const struct kvm_stats_desc *d = (const void *)(descs + i * dsz);
-		char name[PV_STATS_NAME_MAX];
-		size_t end = d->offset + (size_t)d->size * sizeof(uint64_t);
-
-		if (end > ks->data_len)
-			ks->data_len = end;
-		if (d->size != 1 || (d->flags & KVM_STATS_BASE_MASK) != KVM_STATS_BASE_POW10 ||
-		    snprintf(name, sizeof(name), "kvm.%.*s", (int)h.name_size, d->name) >= (int)sizeof(name))
-			continue;
-		rc = sb_declare(s->region, PV_STATS_RECORD_VCPU, name, kvm_kind(d->flags), kvm_unit(d->flags),
-				d->exponent, &ks->field[ks->nr], err);
-		if (rc == -EINVAL || rc == -EEXIST) {
-			rc = 0; /* a name our charset cannot carry: not mirrored */
-			continue;
-		}
-		if (rc)
-			goto out;
-		ks->index[ks->nr++] = d->offset / sizeof(uint64_t);
-	}
-	for (unsigned i = 0; i <= s->nr_vcpus && ks->data_len; i++) {
-		uint64_t **buf = i < s->nr_vcpus ? &s->v[i].kvm_buf : &ks->main_buf;
-
-		*buf = calloc(1, ks->data_len);
-		if (!*buf) {
-			rc = errbuf_set(err, -ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-out:
-	free(descs);
-	return rc;
-}
-
 int vm_stats_create(struct vm_stats **out, const struct vm_stats_config *cfg, struct errbuf *err)
 {
 	struct vm_stats *s = calloc(1, sizeof(*s));
@@ -293,7 +151,7 @@ int vm_stats_create(struct vm_stats **out, const struct vm_stats_config *cfg, st
 	if (!rc)
 		rc = declare_io_ranges(s, cfg->bus, err);
 	if (!rc)
-		rc = declare_kvm_stats(s, err);
+		rc = vm_stats_declare_kvm(s, err);
 	if (!rc)
 		rc = declare_table(s, PV_STATS_RECORD_VCPU, vcpu_late_fields,
 				   sizeof(vcpu_late_fields) / sizeof(vcpu_late_fields[0]), err);
@@ -353,56 +211,6 @@ void vm_stats_set_publish_hook(struct vm_stats *s, void (*fn)(void *ctx, unsigne
 {
 	s->publish_hook = fn;
 	s->publish_ctx = ctx;
-}
-
-/* CPU time of a thread's clock, 0 if it cannot be read. */
-static uint64_t cpu_time_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	if (clock_gettime(clk, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* Sample KVM's stats of vCPU i into buf (if it has them). False if the pread failed. */
-static bool kvm_sample(const struct vm_stats *s, unsigned i, uint64_t *buf)
-{
-	const struct vm_kvm_stats *ks = &s->kvm;
-
-	return !buf ||
-	       pread(s->v[i].kvm_fd, buf, ks->data_len, (off_t)ks->data_offset) == (ssize_t)ks->data_len;
-}
-
-/* Publish a sample taken at time t: the mirror (buf may be NULL) and the CPU time. Entry owner only. */
-static void publish_sample(struct vm_stats *s, unsigned i, const uint64_t *buf, uint64_t cpu_ns, uint64_t t)
-{
-	const struct vm_kvm_stats *ks = &s->kvm;
-	struct vm_stats_vcpu *v = &s->v[i];
-
-	sb_begin(v->e);
-	for (unsigned k = 0; buf && k < ks->nr; k++)
-		sb_set(v->e, ks->field[k], v->kvm_base[k] + buf[ks->index[k]]);
-	if (cpu_ns)
-		sb_set(v->e, s->sf.cpu_ns, v->cpu_ns_base + cpu_ns);
-	sb_add(v->e, s->sf.kvm_refreshes, 1);
-	if (s->publish_hook)
-		s->publish_hook(s->publish_ctx, i, v->e);
-	sb_end(v->e);
-	__atomic_store_n(&v->kvm_last_ns, t, __ATOMIC_RELAXED);
-}
-
-void vm_stats_kvm_refresh(struct vm_stats *s, unsigned i, uint64_t now, bool force)
-{
-	struct vm_stats_vcpu *v = &s->v[i];
-	uint64_t cpu;
-
-	if (!force && now - v->kvm_last_ns < KVM_STATS_PERIOD_NS)
-		return;
-	/* The system calls stay outside the seqlock, so readers never wait on them. */
-	cpu = cpu_time_ns(CLOCK_THREAD_CPUTIME_ID);
-	if (kvm_sample(s, i, v->kvm_buf))
-		publish_sample(s, i, v->kvm_buf, cpu, now);
 }
 
 void vm_stats_vcpu_online(struct vm_stats *s, unsigned i)
@@ -518,30 +326,6 @@ void vm_stats_count_unhandled_mmio(struct vm_stats *s, unsigned i)
 	count(s, i, s->sf.unhandled_mmio);
 }
 
-void vm_stats_refresh_running(struct vm_stats *s)
-{
-	for (unsigned i = 0; i < s->nr_vcpus; i++) {
-		struct vm_stats_vcpu *v = &s->v[i];
-		uint32_t open = VCPU_STATS_OPEN;
-		uint64_t t = util_now_ns(), cpu;
-
-		if (__atomic_load_n(&v->owner, __ATOMIC_RELAXED) != VCPU_STATS_OPEN ||
-		    t - __atomic_load_n(&v->kvm_last_ns, __ATOMIC_RELAXED) < KVM_STATS_PERIOD_NS)
-			continue;
-		/* Sample first (system calls), then take the entry for the stores only. */
-		cpu = v->cpu_clock_ok ? cpu_time_ns(v->cpu_clock) : 0;
-		if (!kvm_sample(s, i, s->kvm.main_buf))
-			continue;
-		if (!__atomic_compare_exchange_n(&v->owner, &open, VCPU_STATS_MAIN, false, __ATOMIC_ACQUIRE,
-						 __ATOMIC_RELAXED))
-			continue; /* it left KVM_RUN meanwhile: it refreshes itself */
-		/* Older than what the vCPU published since (it left and re-entered meanwhile): dropped. */
-		if (v->kvm_last_ns < t)
-			publish_sample(s, i, s->kvm.main_buf, cpu, t);
-		__atomic_store_n(&v->owner, VCPU_STATS_OPEN, __ATOMIC_RELEASE);
-	}
-}
-
 /* vCPU i's time.kvm_run_ns up to t (its published value plus the open interval), never less than before. */
 static uint64_t run_live(struct vm_stats *s, unsigned i, uint64_t t)
 {
@@ -594,99 +378,4 @@ void vm_stats_log_vcpus(const struct vm_stats *s)
 		       sb_get(r, i, f->exit_msr_read), sb_get(r, i, f->exit_msr_write),
 		       sb_get(r, i, f->exit_intr), sb_get(r, i, f->exit_other),
 		       sb_get(r, i, f->run_ns) / 1000);
-}
-
-/* ---- the statistics' snapshot parts ----------------------------------------------------- */
-
-/* The cumulative and peak fields of one record, by name. */
-static void save_record(struct vm_stats *s, enum pv_stats_record rec, unsigned idx, struct snap_stats *out)
-{
-	out->n = 0;
-	for (unsigned i = 0; i < sb_nr_fields(s->region) && out->n < SNAP_MAX_STATS; i++) {
-		struct sb_field f;
-		const struct pv_stats_desc *d = sb_field_at(s->region, i, &f);
-
-		if (d->record != rec || d->kind == PV_STATS_INSTANT)
-			continue;
-		out->s[out->n++] = (struct snap_stat){ d->name, sb_get(s->region, idx, f) };
-	}
-}
-
-/* Is f one of the kvm.* mirrors? Its index in s->kvm, or -1. */
-static int kvm_mirror(const struct vm_stats *s, struct sb_field f)
-{
-	for (unsigned k = 0; k < s->kvm.nr; k++)
-		if (s->kvm.field[k].offset == f.offset && s->kvm.field[k].record == f.record)
-			return (int)k;
-	return -1;
-}
-
-/*
- * Saved values back into a record, by name. Cumulative and peak fields
- * carry over; a kvm.* mirror's cumulative value becomes its base, because
- * the new VM's KVM counts from 0 (its peaks start over), and so does
- * time.cpu_ns (the new vCPU thread's CPU clock starts at 0). Fields this
- * perfvisor does not have are ignored. Before the vCPUs start.
- */
-static void load_record(struct vm_stats *s, enum pv_stats_record rec, unsigned idx,
-			const struct snap_stats *st)
-{
-	struct sb_entry e = rec == PV_STATS_RECORD_VM ? stats_vm_entry(s->region) : s->v[idx].e;
-
-	sb_begin(e);
-	for (unsigned j = 0; j < st->n; j++) {
-		for (unsigned i = 0; i < sb_nr_fields(s->region); i++) {
-			struct sb_field f;
-			const struct pv_stats_desc *d = sb_field_at(s->region, i, &f);
-			int k = rec == PV_STATS_RECORD_VCPU ? kvm_mirror(s, f) : -1;
-
-			if (d->record != rec || strcmp(d->name, st->s[j].name))
-				continue;
-			if (d->kind == PV_STATS_INSTANT || (k >= 0 && d->kind != PV_STATS_CUMULATIVE))
-				break;
-			if (k >= 0)
-				s->v[idx].kvm_base[k] = st->s[j].value;
-			if (rec == PV_STATS_RECORD_VCPU && f.offset == s->sf.cpu_ns.offset)
-				s->v[idx].cpu_ns_base = st->s[j].value;
-			sb_set(e, f, st->s[j].value);
-			break;
-		}
-	}
-	sb_end(e);
-}
-
-static void save_vm(void *obj, void *state)
-{
-	save_record(obj, PV_STATS_RECORD_VM, 0, state);
-}
-
-static int load_vm(void *obj, const void *state, struct errbuf *err)
-{
-	(void)err;
-	load_record(obj, PV_STATS_RECORD_VM, 0, state);
-	return 0;
-}
-
-/* On vCPU i's thread: the kvm.* mirror as of now, not of the last refresh, then the record. */
-static void save_vcpu(void *obj, unsigned i, void *state)
-{
-	vm_stats_kvm_refresh(obj, i, util_now_ns(), true);
-	save_record(obj, PV_STATS_RECORD_VCPU, i, state);
-}
-
-static int load_vcpu(void *obj, unsigned i, const void *state, struct errbuf *err)
-{
-	(void)err;
-	load_record(obj, PV_STATS_RECORD_VCPU, i, state);
-	return 0;
-}
-
-static const struct vm_part_ops vm_ops = { .desc = &snap_stats_part, .save = save_vm, .load = load_vm };
-static const struct vm_part_ops vcpu_ops = {
-	.desc = &snap_stats_part, .per_vcpu = true, .save_vcpu = save_vcpu, .load_vcpu = load_vcpu
-};
-
-int vm_stats_add_parts(struct vm_stats *s, struct vm_parts *l, struct errbuf *err)
-{
-	return vm_parts_add(l, &vm_ops, s, err) ?: vm_parts_add(l, &vcpu_ops, s, err);
 }
