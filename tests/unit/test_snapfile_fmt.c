@@ -465,7 +465,8 @@ Test(snapfmt, fwcfg_and_cpuid_hide_are_optional)
 	cr_assert_eq(fdt_del_node(c, node(c, "/devices/fw_cfg@510")), 0);
 	cr_assert_eq(fdt_delprop(c, node(c, "/machine"), "cpuid-hide"), 0);
 	cr_assert_eq(snap_parse(c, resum(c), &schema, p, &err), 0, "%s", err.msg);
-	cr_assert_null(p->dev[2], "an optional part that is absent has no state (the component keeps its own)");
+	cr_assert_null(p->dev[2],
+		       "an optional part that is absent has no state (the component keeps its own)");
 	cr_assert_eq(p->cpuid_hide, 0);
 	snap_fini(p);
 	set_and_expect(blob, len, "/machine", "cpuid-hide", &(uint32_t){ cpu_to_fdt32(bad) }, 4,

@@ -220,7 +220,8 @@ Test(snapschema, fwcfg_is_optional)
 	cr_assert_eq(snap_parse(c, len2, vm_snap_schema(), p, &err), 0, "%s", err.msg);
 	cr_assert_null(snap_part_state(p, dev_fwcfg.state, -1));
 	cr_assert_eq(snap_build(p, &again, &len3, &err), 0, "%s", err.msg);
-	cr_assert_lt(fdt_path_offset(again, "/devices/fw_cfg@510"), 0, "written back with a part the file did not have");
+	cr_assert_lt(fdt_path_offset(again, "/devices/fw_cfg@510"), 0,
+		     "written back with a part the file did not have");
 	snap_set_and_expect(vm_snap_schema(), blob, len, "/devices/fw_cfg@510", "selector",
 			    &(uint32_t){ cpu_to_fdt32(0x10000) }, 4, "value out of range");
 	snap_fini(p);
