@@ -16,8 +16,7 @@
 
 /* How a kind of part is saved and loaded: a static table in its component. */
 struct vm_part_ops {
-	const struct snap_part *desc; /* the schema's part it fills */
-	bool per_vcpu;		      /* one state per vCPU, else one for the VM */
+	bool per_vcpu; /* one state per vCPU, else one for the VM */
 	/* VM-wide: save on the main thread while the VM is paused; load before the vCPUs start. */
 	void (*save)(void *obj, void *state);
 	int (*load)(void *obj, const void *state, struct errbuf *err);
@@ -26,8 +25,9 @@ struct vm_part_ops {
 	int (*load_vcpu)(void *obj, unsigned i, const void *state, struct errbuf *err);
 };
 
-/* A registered part: its ops and the component they act on. */
+/* A registered part: the schema's part it fills, its ops and the component they act on. */
 struct vm_part {
+	const struct snap_part *desc;
 	const struct vm_part_ops *ops;
 	void *obj;
 };
@@ -39,8 +39,9 @@ struct vm_parts {
 	unsigned n;
 };
 
-/* Register obj's part: 0, -EEXIST (its desc is registered for the same scope), -ENOSPC, with a message. Setup thread. */
-int vm_parts_add(struct vm_parts *l, const struct vm_part_ops *ops, void *obj, struct errbuf *err);
+/* Register obj's part desc: 0, -EEXIST (desc is registered for the same scope), -ENOSPC, with a message. Setup thread. */
+int vm_parts_add(struct vm_parts *l, const struct snap_part *desc, const struct vm_part_ops *ops, void *obj,
+		 struct errbuf *err);
 /*
  * The part registered for desc, VM-wide or per vCPU (one description, the
  * statistics', serves both), or NULL: a component this VM does not have

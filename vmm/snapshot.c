@@ -575,7 +575,7 @@ int vm_restore_parts(const struct vm_restore *r, const struct vm_parts *parts, u
 		const struct vm_part *p = &parts->p[k];
 
 		if (!p->ops->per_vcpu) {
-			const void *st = snap_part_state(s, p->ops->desc, -1);
+			const void *st = snap_part_state(s, p->desc, -1);
 
 			/* A part the snapshot lacks is one this machine does not have in it (the PMU off). */
 			if (st)
@@ -583,7 +583,7 @@ int vm_restore_parts(const struct vm_restore *r, const struct vm_parts *parts, u
 			continue;
 		}
 		for (unsigned i = 0; i < nr_vcpus && !rc; i++) {
-			const void *st = snap_part_state(s, p->ops->desc, (int)i);
+			const void *st = snap_part_state(s, p->desc, (int)i);
 
 			if (st)
 				rc = load_part(r, p, (int)i, st, err);

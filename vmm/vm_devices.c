@@ -23,7 +23,6 @@ struct vm_dev {
 	void *dev;
 	struct dev_host host; /* opaque: this struct */
 	struct vm_devices *owner;
-	struct vm_part_ops part_ops; /* its snapshot part: dev_ops for its desc->state */
 };
 
 struct vm_devices {
@@ -153,9 +152,7 @@ int vm_devices_add_parts(struct vm_devices *ds, struct vm_parts *l, struct errbu
 
 		if (!d->desc->state)
 			continue;
-		d->part_ops = dev_ops;
-		d->part_ops.desc = d->desc->state;
-		rc = vm_parts_add(l, &d->part_ops, d, err);
+		rc = vm_parts_add(l, d->desc->state, &dev_ops, d, err);
 		if (rc)
 			return rc;
 	}

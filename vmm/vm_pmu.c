@@ -358,16 +358,17 @@ static int load_vcpu(void *obj, unsigned i, const void *state, struct errbuf *er
 	return 0;
 }
 
-static const struct vm_part_ops caps_ops = { .desc = &pmu_caps_part, .save = save_caps, .load = load_caps };
-static const struct vm_part_ops vcpu_ops = {
-	.desc = &pmu_vcpu_part, .per_vcpu = true, .save_vcpu = save_vcpu, .load_vcpu = load_vcpu
-};
+static const struct vm_part_ops caps_ops = { .save = save_caps, .load = load_caps };
+static const struct vm_part_ops vcpu_ops = { .per_vcpu = true,
+					     .save_vcpu = save_vcpu,
+					     .load_vcpu = load_vcpu };
 
 int vm_pmu_add_parts(struct vm_pmu *p, struct vm_parts *l, struct errbuf *err)
 {
 	if (!p->on)
 		return 0; /* a machine without the PV PMU has no PMU parts */
-	return vm_parts_add(l, &caps_ops, p, err) ?: vm_parts_add(l, &vcpu_ops, p, err);
+	return vm_parts_add(l, &pmu_caps_part, &caps_ops, p, err)
+		       ?: vm_parts_add(l, &pmu_vcpu_part, &vcpu_ops, p, err);
 }
 
 /* ---- the vCPU thread -------------------------------------------------------------- */

@@ -92,12 +92,13 @@ static int load_vcpu(void *obj, unsigned i, const void *state, struct errbuf *er
 	return 0;
 }
 
-static const struct vm_part_ops vm_ops = { .desc = &snap_stats_part, .save = save_vm, .load = load_vm };
-static const struct vm_part_ops vcpu_ops = {
-	.desc = &snap_stats_part, .per_vcpu = true, .save_vcpu = save_vcpu, .load_vcpu = load_vcpu
-};
+static const struct vm_part_ops vm_ops = { .save = save_vm, .load = load_vm };
+static const struct vm_part_ops vcpu_ops = { .per_vcpu = true,
+					     .save_vcpu = save_vcpu,
+					     .load_vcpu = load_vcpu };
 
 int vm_stats_add_parts(struct vm_stats *s, struct vm_parts *l, struct errbuf *err)
 {
-	return vm_parts_add(l, &vm_ops, s, err) ?: vm_parts_add(l, &vcpu_ops, s, err);
+	return vm_parts_add(l, &snap_stats_part, &vm_ops, s, err)
+		       ?: vm_parts_add(l, &snap_stats_part, &vcpu_ops, s, err);
 }
