@@ -144,9 +144,10 @@ $(BUILD)/tests/statsread: tests/integration/statsread.c $(BUILD)/libstats.a $(BU
 
 # The invariant checker compiled against each frozen stats ABI (tests/abi/vN).
 STATS_ABI_VERSIONS := v1
-$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c $(BUILD)/libutil.a
+# Each takes the meanings its version's documents state (tests/abi/vN/meanings.c).
+$(BUILD)/stats-check-%: tests/abi/%/perfvisor/stats_abi.h tests/abi/%/meanings.c tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c stats/tools_internal.h $(BUILD)/libutil.a
 	$(Q)echo "  LD      $@ (frozen stats ABI $*)"
-	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c \
+	$(Q)$(CC) -Itests/abi/$* $(CFLAGS_BASE) -MF /dev/null -o $@ tests/abi/stats_check_main.c stats/check.c stats/reader.c stats/target.c tests/abi/$*/meanings.c \
 		-L$(BUILD) -lutil $(LDLIBS)
 
 # The stats ABI both ways (tests/abi/test_compat_*.c): today's reader on a
@@ -162,9 +163,9 @@ $(BUILD)/tests/abi-compat-new-reader: tests/abi/test_compat_new_reader.c tests/a
 $(BUILD)/abi/region_current.o: stats/region.c include/perfvisor/stats_abi.h | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@ (today's stats ABI)"
 	$(Q)$(CC) $(CFLAGS_BASE) -MF /dev/null -c $< -o $@
-$(BUILD)/tests/abi-compat-v1-reader: tests/abi/test_compat_v1_reader.c tests/abi/compat.h tests/abi/compat_check.h tests/abi/v1/perfvisor/stats_abi.h stats/check.c stats/reader.c stats/target.c $(BUILD)/abi/region_current.o $(BUILD)/libutil.a
+$(BUILD)/tests/abi-compat-v1-reader: tests/abi/test_compat_v1_reader.c tests/abi/compat.h tests/abi/compat_check.h tests/abi/v1/perfvisor/stats_abi.h tests/abi/v1/meanings.c stats/check.c stats/reader.c stats/target.c stats/tools_internal.h $(BUILD)/abi/region_current.o $(BUILD)/libutil.a
 	$(Q)mkdir -p $(dir $@) && echo "  LD      $@ (frozen stats ABI v1 reader)"
-	$(Q)$(CC) -Itests/abi/v1 -Itests/abi $(CFLAGS_BASE) -MF /dev/null -o $@ $< stats/check.c stats/reader.c stats/target.c \
+	$(Q)$(CC) -Itests/abi/v1 -Itests/abi $(CFLAGS_BASE) -MF /dev/null -o $@ $< stats/check.c stats/reader.c stats/target.c tests/abi/v1/meanings.c \
 		$(BUILD)/abi/region_current.o -L$(BUILD) -lutil $(CRITERION_LIBS) $(LDLIBS)
 abi-compat: $(ABI_COMPAT)
 	$(Q)for t in $(ABI_COMPAT); do out=$$(timeout 120 $$t 2>&1) || { echo "FAIL $$t"; echo "$$out" | tail -n 20; exit 1; }; \

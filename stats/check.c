@@ -347,6 +347,13 @@ static bool check_record_moves(struct checker *c, struct stats_view *v, struct s
 
 		if (dd->record != kind)
 			continue;
+		a = stats_snap_value(s[0], d, idx);
+		b = stats_snap_value(s[1], d, idx);
+		if (dd->kind != PV_STATS_INSTANT && b < a)
+			return verdict(c, false,
+				       "cumulative and peak fields do not decrease: %s of %s%u: %llu -> %llu",
+				       dd->name, r ? "vCPU " : "the VM", idx, (unsigned long long)a,
+				       (unsigned long long)b);
 		a = stats_snap_live(s[0], d, idx);
 		b = stats_snap_live(s[1], d, idx);
 		if (dd->kind != PV_STATS_INSTANT && b < a)
@@ -366,6 +373,116 @@ static bool check_record_moves(struct checker *c, struct stats_view *v, struct s
 				       (unsigned long long)stats_snap_value(s[1], (unsigned)since, idx),
 				       (unsigned long long)now);
 	}
+	return true;
+}
+
+/* Descriptor index of field `name` of records of kind `rec`, or -1. */
+static int field_index(const struct stats_view *v, enum pv_stats_record rec, const char *name)
+{
+	for (unsigned d = 0; name && d < stats_view_ndesc(v); d++)
+		if (stats_view_desc(v, d)->record == rec && !strcmp(stats_view_desc(v, d)->name, name))
+			return (int)d;
+	return -1;
+}
+
+/* vCPU idx's field d at time now: its published value plus its since companion's open interval. */
+static uint64_t live_at(const struct stats_view *v, const struct stats_snap *s, unsigned d, unsigned idx,
+			uint64_t now)
+{
+	int since = stats_view_since(v, d);
+	uint64_t val = stats_snap_value(s, d, idx),
+		 t0 = since >= 0 ? stats_snap_value(s, (unsigned)since, idx) : 0;
+
+	return val + (t0 && now > t0 ? now - t0 : 0);
+}
+
+/* Sum over vCPUs 0..n-1 of field d: published, or live at `now` (now != 0). */
+static uint64_t vcpu_sum(const struct stats_view *v, const struct stats_snap *s, unsigned d, unsigned n,
+			 uint64_t now)
+{
+	uint64_t sum = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		sum += now ? live_at(v, s, d, i, now) : stats_snap_value(s, d, i);
+	return sum;
+}
+
+/* One rule of stats_rules on snapshot s, taken before `now` and before online was read again. */
+static bool check_rule(struct checker *c, struct stats_view *v, const struct stats_snap *s,
+		       const struct stats_rule *r, uint64_t now, unsigned online)
+{
+	enum pv_stats_record rec = r->kind == STATS_RULE_VCPU_SUM ? PV_STATS_RECORD_VCPU : PV_STATS_RECORD_VM;
+	int a = field_index(v, rec, r->a), b[STATS_RULE_MAX_TERMS], slack = -1;
+	unsigned nb = 0, n = stats_snap_online(s);
+	uint32_t state = 0;
+	uint64_t va, sum = 0;
+	bool stopped;
+
+	for (; nb < STATS_RULE_MAX_TERMS && r->b[nb]; nb++)
+		if ((b[nb] = field_index(v,
+					 nb == 0 && r->kind == STATS_RULE_VM_GE ? PV_STATS_RECORD_VM
+										: PV_STATS_RECORD_VCPU,
+					 r->b[nb])) < 0)
+			a = -1;
+	if (r->slack && (slack = field_index(v, PV_STATS_RECORD_VCPU, r->slack)) < 0)
+		a = -1;
+	if (a < 0)
+		return verdict(c, true, "%s: %s is %s: a field is not published by this producer (skipped)",
+			       stats_rules_version, r->a, r->doc);
+	stats_snap_status(s, PV_STATS_RECORD_VM, 0, &state);
+	stopped = state == PV_STATS_STOPPED;
+	va = stats_snap_value(s, (unsigned)a, 0);
+	switch (r->kind) {
+	case STATS_RULE_VM_SUM:
+		sum = vcpu_sum(v, s, (unsigned)b[0], n, 0);
+		return verdict(c, stopped ? va == sum : va <= sum, "%s: %s is %s: %llu %s %llu",
+			       stats_rules_version, r->a, r->doc, (unsigned long long)va,
+			       stopped ? "==" : "<=", (unsigned long long)sum);
+	case STATS_RULE_VM_LIVE_SUM:
+		sum = vcpu_sum(v, s, (unsigned)b[0], n, now);
+		return verdict(c, va <= sum, "%s: %s is %s: %llu <= %llu now", stats_rules_version, r->a,
+			       r->doc, (unsigned long long)va, (unsigned long long)sum);
+	case STATS_RULE_VM_GE:
+		sum = stats_snap_value(s, (unsigned)b[0], 0);
+		return verdict(c, va >= sum, "%s: %s is %s: %llu >= %s %llu", stats_rules_version, r->a,
+			       r->doc, (unsigned long long)va, r->b[0], (unsigned long long)sum);
+	case STATS_RULE_VM_ONLINE:
+		return verdict(c, stopped ? va == online : va <= online, "%s: %s is %s: %llu %s %u",
+			       stats_rules_version, r->a, r->doc, (unsigned long long)va,
+			       stopped ? "==" : "<=", online);
+	case STATS_RULE_VM_UPTIME:
+		sum = now - c->h.start_time_ns;
+		return verdict(c, va <= sum, "%s: %s is %s: %llu <= now - start_time_ns %llu",
+			       stats_rules_version, r->a, r->doc, (unsigned long long)va,
+			       (unsigned long long)sum);
+	case STATS_RULE_VCPU_SUM:
+		for (unsigned i = 0; i < n; i++) {
+			uint64_t x = stats_snap_value(s, (unsigned)a, i), lo = 0,
+				 hi = slack >= 0 ? stats_snap_value(s, (unsigned)slack, i) : 0;
+
+			for (unsigned j = 0; j < nb; j++)
+				lo += stats_snap_value(s, (unsigned)b[j], i);
+			if (x < lo || x > lo + hi)
+				return verdict(c, false, "%s: %s is %s: vCPU %u: %llu, the sum %llu%s%s",
+					       stats_rules_version, r->a, r->doc, i, (unsigned long long)x,
+					       (unsigned long long)lo, slack >= 0 ? ", slack " : "",
+					       slack >= 0 ? r->slack : "");
+		}
+		return verdict(c, true, "%s: %s is %s: in each of %u vCPU records", stats_rules_version, r->a,
+			       r->doc, n);
+	}
+	return verdict(c, false, "%s: rule %s: unknown kind %d", stats_rules_version, r->a, (int)r->kind);
+}
+
+/* Every documented meaning (stats_rules) on one snapshot. */
+static bool check_meanings(struct checker *c, struct stats_view *v, const struct stats_snap *s)
+{
+	uint64_t now = util_now_ns(); /* after the snapshot's copies */
+	unsigned online = stats_view_online(v);
+
+	for (unsigned i = 0; i < stats_rules_len; i++)
+		if (!check_rule(c, v, s, &stats_rules[i], now, online))
+			return false;
 	return true;
 }
 
@@ -403,7 +520,9 @@ static bool check_reads(struct checker *c, struct stats_view *v)
 		ok = check_record_moves(c, v, s, now, r);
 	if (ok)
 		verdict(c, true,
-			"cumulative and peak fields do not decrease, since fields are in the past, STOPPED records do not change (100 ms apart)");
+			"cumulative and peak fields (published and live values) do not decrease, since fields are in the past, STOPPED records do not change (100 ms apart)");
+	for (k = 0; k < 2 && ok; k++)
+		ok = check_meanings(c, v, s[k]);
 out:
 	stats_snap_destroy(s[0]);
 	stats_snap_destroy(s[1]);

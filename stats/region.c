@@ -25,6 +25,7 @@ struct stats_region {
 	struct pv_stats_desc desc[STATS_MAX_FIELDS];
 	struct pv_stats_header *hdr;
 	char name[PV_STATS_VM_NAME_MAX];
+	uint64_t start_ns; /* the header's start_time_ns */
 };
 
 static uint64_t align_up(uint64_t v, uint64_t a)
@@ -50,6 +51,7 @@ int stats_region_create(struct stats_region **out, unsigned max_vcpus, struct er
 		return rc;
 	}
 	r->max_vcpus = max_vcpus;
+	r->start_ns = util_now_ns();
 	r->next_offset[PV_STATS_RECORD_VM] = sizeof(struct pv_stats_record_hdr);
 	r->next_offset[PV_STATS_RECORD_VCPU] = sizeof(struct pv_stats_record_hdr);
 	*out = r;
@@ -176,7 +178,7 @@ int stats_region_freeze(struct stats_region *r, struct errbuf *err)
 	h.magic = PV_STATS_MAGIC;
 	h.header_size = sizeof(h);
 	h.producer_pid = (uint64_t)getpid();
-	h.start_time_ns = util_now_ns();
+	h.start_time_ns = r->start_ns;
 	h.desc_offset = align_up(sizeof(h), PV_STATS_ALIGN);
 	h.desc_size = sizeof(struct pv_stats_desc);
 	h.desc_count = r->nr_desc;
@@ -285,4 +287,9 @@ int sb_read(struct stats_region *r, unsigned idx, const struct sb_field *f, unsi
 		__builtin_ia32_pause();
 	}
 	return -EBUSY;
+}
+
+uint64_t stats_region_start_ns(const struct stats_region *r)
+{
+	return r->start_ns;
 }

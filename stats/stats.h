@@ -41,6 +41,8 @@ struct sb_entry {
  * Returns 0 or -errno with a message. Setup thread.
  */
 int stats_region_create(struct stats_region **out, unsigned max_vcpus, struct errbuf *err);
+/* CLOCK_MONOTONIC in ns when the region was created: the header's start_time_ns. */
+uint64_t stats_region_start_ns(const struct stats_region *r);
 /* Unmap and close. NULL is a no-op. */
 void stats_region_destroy(struct stats_region *r);
 

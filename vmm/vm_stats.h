@@ -36,8 +36,8 @@ struct vm_stats_fields {
 	/* per vCPU, host-side profiling: samples taken, dropped (ring full), throttled (rate cap), time */
 	struct sb_field prof_samples, prof_dropped, prof_throttled, prof_sample_ns;
 	/* VM record */
-	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total, host_kind,
-		host_flags;
+	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total, run_live_ns_total,
+		host_kind, host_flags;
 };
 
 struct vm_stats;

@@ -87,7 +87,7 @@ static inline void fake_create(struct fake *f)
 			 i == 4 ? PV_STATS_PEAK : PV_STATS_CUMULATIVE);
 	h->desc_count = n;
 	((struct pv_stats_record_hdr *)(f->p + VM_OFF))->state = PV_STATS_ONLINE;
-	*field(f->p + VM_OFF, 8) = 1000;
+	*field(f->p + VM_OFF, 8) = 300; /* exits_total: the sum of exits (100 + 200), as documented */
 	*field(f->p + VM_OFF, 16) = 2;
 	for (i = 0; i < 2; i++) {
 		uint8_t *r = vcpu_rec(f, i);

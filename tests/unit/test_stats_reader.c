@@ -61,7 +61,7 @@ Test(stats_reader, good_region_reads_values)
 
 	cr_assert_eq(stats_view_read(v, PV_STATS_RECORD_VM, 0, vals, &state), 0);
 	cr_assert_eq(state, PV_STATS_ONLINE);
-	cr_assert_eq(vals[0], 1000);
+	cr_assert_eq(vals[0], 300);
 	cr_assert_eq(vals[1], 2);
 	cr_assert_eq(vals[2], 0, "other record's fields read as 0");
 
@@ -780,4 +780,63 @@ Test(stats_check, busy_entry_fails)
 	seal(&f);
 	((struct pv_stats_record_hdr *)vcpu_rec(&f, 0))->seq = 1;
 	check_fails(&f, "FAIL consistent read 1 of every record completes: busy");
+}
+
+/* ---- stats-check: what the fields mean (stats/meanings.c) ------------------------ */
+
+Test(stats_check, meaning_rules_that_lack_fields_are_skipped_with_the_reason)
+{
+	struct fake f;
+	int rc;
+
+	fake_create(&f);
+	seal(&f);
+	rc = stats_check_self(check_out, sizeof(check_out));
+	cr_assert_eq(rc, 0, "%s", check_out);
+	cr_assert(strstr(check_out,
+			 "ok   current: exits_total is the sum of exits over the vCPUs (v1): 300 <= 300"),
+		  "%s", check_out);
+	cr_assert(strstr(check_out,
+			 "ok   current: time.kvm_run_ns_total is the sum of the published "
+			 "time.kvm_run_ns (v1): a field is not published by this producer (skipped)"),
+		  "%s", check_out);
+	fake_destroy(&f);
+}
+
+/* The defect a v1 reader found: a VM total larger than the sum of what the vCPU records publish. */
+Test(stats_check, vm_total_above_the_sum_of_the_vcpus_fails)
+{
+	struct fake f;
+
+	fake_create(&f);
+	seal(&f);
+	*field(f.p + VM_OFF, 8) = 301;
+	check_fails(&f, "FAIL current: exits_total is the sum of exits over the vCPUs (v1): 301 <= 300");
+}
+
+/* Once the VM record is STOPPED its totals are final: equal to the sums, not only below them. */
+Test(stats_check, stopped_vm_total_below_the_sum_fails)
+{
+	struct fake f;
+
+	fake_create(&f);
+	((struct pv_stats_record_hdr *)(f.p + VM_OFF))->state = PV_STATS_STOPPED;
+	*field(f.p + VM_OFF, 8) = 299;
+	seal(&f);
+	check_fails(&f, "FAIL current: exits_total is the sum of exits over the vCPUs (v1): 299 == 300");
+}
+
+Test(stats_check, stopped_vm_total_equal_to_the_sum_passes)
+{
+	struct fake f;
+	int rc;
+
+	fake_create(&f);
+	((struct pv_stats_record_hdr *)(f.p + VM_OFF))->state = PV_STATS_STOPPED;
+	seal(&f);
+	rc = stats_check_self(check_out, sizeof(check_out));
+	cr_assert_eq(rc, 0, "%s", check_out);
+	cr_assert(strstr(check_out, "exits_total is the sum of exits over the vCPUs (v1): 300 == 300"), "%s",
+		  check_out);
+	fake_destroy(&f);
 }
