@@ -33,6 +33,10 @@ $(GUEST_OUT)/obj/%.o: $(GUEST_SRC)/%.S
 # expected stacks are exact (docs/profiling.md).
 $(GUEST_OUT)/obj/tests/profile.o: GUEST_CFLAGS += -fno-optimize-sibling-calls
 
+# The older-driver guest is built against the PV PMU header as version 1
+# published it (tests/abi/pvpmu-v1), ahead of today's include/.
+$(GUEST_OUT)/obj/tests/pmu-v1-driver.o: GUEST_CFLAGS := -Itests/abi/pvpmu-v1 $(GUEST_CFLAGS)
+
 $(GUEST_OUT)/%.elf: $(GUEST_OUT)/obj/tests/%.o $(GUEST_LIB_OBJS) $(GUEST_LDS)
 	$(Q)echo "  LD      $@"
 	$(Q)$(CC) $(GUEST_LDFLAGS) -o $@ $< $(GUEST_LIB_OBJS)

@@ -7,6 +7,8 @@
  */
 #include "stats/tools_internal.h"
 
+/* One relation a line. */
+/* clang-format off */
 #define REASONS "exit.io", "exit.mmio", "exit.msr_read", "exit.msr_write", "exit.hlt", "exit.shutdown", "exit.other"
 
 const struct stats_rule stats_rules[] = {
@@ -22,6 +24,7 @@ const struct stats_rule stats_rules[] = {
 	{ STATS_RULE_VM_LIVE_SUM, "time.kvm_run_live_ns_total", { "time.kvm_run_ns" }, NULL,
 	  "the sum of the vCPUs' live time.kvm_run_ns at the update" },
 };
+/* clang-format on */
 
 const unsigned stats_rules_len = sizeof(stats_rules) / sizeof(stats_rules[0]);
 

@@ -17,6 +17,8 @@
  */
 #include "stats/tools_internal.h"
 
+/* One relation a line. */
+/* clang-format off */
 #define REASONS "exit.io", "exit.mmio", "exit.msr_read", "exit.msr_write", "exit.hlt", "exit.shutdown", "exit.other"
 
 const struct stats_rule stats_rules[] = {
@@ -28,6 +30,7 @@ const struct stats_rule stats_rules[] = {
 	{ STATS_RULE_VCPU_SUM, "exits", { REASONS }, "exit.intr",
 	  "the exits by reason, plus at most the KVM_EXIT_INTR ones" },
 };
+/* clang-format on */
 
 const unsigned stats_rules_len = sizeof(stats_rules) / sizeof(stats_rules[0]);
 
