@@ -74,9 +74,9 @@ struct vq_chain {
 enum vq_err vq_validate(const struct virtq *q, const struct dev_host *h, unsigned max);
 
 enum vq_pop {
-	VQ_POP_EMPTY = 0, /* nothing available */
-	VQ_POP_CHAIN = 1, /* *c is a request */
-	VQ_POP_BAD = 2,	  /* a malformed chain (c->head valid, *err why): give it back used with length 0 */
+	VQ_POP_EMPTY = 0,   /* nothing available */
+	VQ_POP_CHAIN = 1,   /* *c is a request */
+	VQ_POP_BAD = 2,	    /* a malformed chain (c->head valid, *err why): give it back used with length 0 */
 	VQ_POP_BROKEN = -1, /* the queue itself is unusable (*err why): the device needs a reset */
 };
 

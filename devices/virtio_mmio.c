@@ -44,7 +44,7 @@
 #define R_CONFIG_GEN 0x0fc
 #define R_CONFIG 0x100
 
-#define VIRTIO_MAGIC 0x74726976u /* "virt" */
+#define VIRTIO_MAGIC 0x74726976u  /* "virt" */
 #define VIRTIO_VENDOR 0x52565650u /* "PVVR": perfvisor */
 
 #define S_ACKNOWLEDGE 0x01u
@@ -63,6 +63,19 @@
 #define F_VERSION_1 (1ULL << 32)
 #define TRANSPORT_FEATURES (F_INDIRECT_DESC | F_EVENT_IDX | F_VERSION_1)
 
+/* One rate limiter per kind of line, so a flood of one cannot hide another. */
+enum {
+	LOG_DROPPED,
+	LOG_RESET,
+	LOG_ACCESS,
+	NR_LOGS
+};
+
+struct vlog_kind {
+	struct ratelimit rl;
+	uint64_t reported; /* rl.suppressed already announced */
+};
+
 struct virtio_mmio {
 	pthread_mutex_t lock;
 	struct dev_host host;
@@ -72,30 +85,31 @@ struct virtio_mmio {
 	struct virtio_mmio_state st;
 	struct virtq q[VIRTIO_MAX_QUEUES];
 	struct virtio_counters c; /* each field accessed atomically */
-	struct ratelimit rl;
-	uint64_t reported; /* rl.suppressed already announced */
+	struct vlog_kind log[NR_LOGS];
 };
 
 #define COUNT(v, field) __atomic_add_fetch(&(v)->c.field, 1, __ATOMIC_RELAXED)
 
-__attribute__((format(printf, 2, 3))) static void vlog(struct virtio_mmio *v, const char *fmt, ...)
+/* A guest-triggered line, rate-limited by its kind; the device's lock is held. */
+__attribute__((format(printf, 3, 4))) static void vlog(struct virtio_mmio *v, int kind, const char *fmt, ...)
 {
+	struct vlog_kind *k = &v->log[kind];
 	char msg[320];
 	uint64_t sup;
 	va_list ap;
 	int n;
 
-	if (!ratelimit_allow(&v->rl))
+	if (!ratelimit_allow(&k->rl))
 		return;
 	n = snprintf(msg, sizeof(msg), "%s: ", v->ops->name);
 	va_start(ap, fmt);
 	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
 	va_end(ap);
-	sup = __atomic_load_n(&v->rl.suppressed, __ATOMIC_RELAXED);
-	if (sup > v->reported && (size_t)n < sizeof(msg))
+	sup = __atomic_load_n(&k->rl.suppressed, __ATOMIC_RELAXED);
+	if (sup > k->reported && (size_t)n < sizeof(msg))
 		snprintf(msg + n, sizeof(msg) - (size_t)n, " (%" PRIu64 " similar lines suppressed)",
-			 sup - v->reported);
-	v->reported = sup;
+			 sup - k->reported);
+	k->reported = sup;
 	dev_log(&v->host, msg);
 }
 
@@ -116,7 +130,8 @@ int virtio_mmio_create_backend(struct virtio_mmio **out, const struct virtio_bac
 	v->ops = ops;
 	v->be = be;
 	v->features = ops->features | TRANSPORT_FEATURES;
-	v->rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
+	for (int k = 0; k < NR_LOGS; k++)
+		v->log[k].rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
 	*out = v;
 	return 0;
 }
@@ -171,7 +186,7 @@ static void raise_int(struct virtio_mmio *v, uint32_t bits)
 static void needs_reset(struct virtio_mmio *v, unsigned q, enum vq_err e)
 {
 	COUNT(v, needs_reset);
-	vlog(v, "queue %u: %s; the device needs a reset", q, vq_err_name(e));
+	vlog(v, LOG_RESET, "queue %u: %s; the device needs a reset", q, vq_err_name(e));
 	if (v->st.status & S_NEEDS_RESET)
 		return;
 	v->st.status |= S_NEEDS_RESET;
@@ -190,7 +205,7 @@ static void write_status(struct virtio_mmio *v, uint32_t val)
 	/* Bits only come on, one step at a time (3.1.1); NEEDS_RESET is the device's. */
 	if ((old & ~val & ~S_NEEDS_RESET) || (val & ~S_ALL) || (add & S_NEEDS_RESET)) {
 		COUNT(v, bad_accesses);
-		vlog(v, "status 0x%x after 0x%x ignored", val, old);
+		vlog(v, LOG_ACCESS, "status 0x%x after 0x%x ignored", val, old);
 		return;
 	}
 	if (add & S_FEATURES_OK) {
@@ -198,14 +213,14 @@ static void write_status(struct virtio_mmio *v, uint32_t val)
 
 		/* Features the device did not offer, or a legacy driver: FEATURES_OK stays clear. */
 		if ((f & ~v->features) || !(f & F_VERSION_1)) {
-			vlog(v, "driver features 0x%" PRIx64 " refused (offered 0x%" PRIx64 ")", f,
-			     v->features);
+			vlog(v, LOG_ACCESS, "driver features 0x%" PRIx64 " refused (offered 0x%" PRIx64 ")",
+			     f, v->features);
 			add &= ~S_FEATURES_OK;
 		}
 	}
 	if ((add & S_DRIVER_OK) && !((old | add) & S_FEATURES_OK)) {
 		COUNT(v, bad_accesses);
-		vlog(v, "DRIVER_OK before FEATURES_OK ignored");
+		vlog(v, LOG_ACCESS, "DRIVER_OK before FEATURES_OK ignored");
 		add &= ~S_DRIVER_OK;
 	}
 	v->st.status = old | add;
@@ -235,7 +250,7 @@ static void write_queue(struct virtio_mmio *v, uint64_t off, uint32_t val)
 			return;
 		}
 		COUNT(v, bad_accesses);
-		vlog(v, "queue %u register 0x%" PRIx64 " written while %s", v->st.queue_sel, off,
+		vlog(v, LOG_ACCESS, "queue %u register 0x%" PRIx64 " written while %s", v->st.queue_sel, off,
 		     q ? "ready" : "absent");
 		return;
 	}
@@ -300,7 +315,7 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		budget--;
 		if (r == VQ_POP_BAD) {
 			COUNT(v, dropped);
-			vlog(v, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
+			vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
 		} else if (v->ops->handle(v->be, qi, &c, &written) < 0 || written > c.write_len) {
 			COUNT(v, dropped);
 			written = 0;
@@ -333,7 +348,8 @@ static void notify(struct virtio_mmio *v, uint32_t qi)
 {
 	if (qi >= v->ops->nr_queues || !v->q[qi].ready) {
 		COUNT(v, bad_accesses);
-		vlog(v, "notify of queue %u, which is %s", qi, qi >= v->ops->nr_queues ? "absent" : "not set up");
+		vlog(v, LOG_ACCESS, "notify of queue %u, which is %s", qi,
+		     qi >= v->ops->nr_queues ? "absent" : "not set up");
 		return;
 	}
 	if (v->host.notify_queue) {
@@ -361,7 +377,8 @@ static uint32_t read_reg(struct virtio_mmio *v, uint64_t off)
 	case R_VENDOR_ID:
 		return VIRTIO_VENDOR;
 	case R_DEV_FEATURES:
-		return v->st.dev_features_sel < 2 ? (uint32_t)(v->features >> (32 * v->st.dev_features_sel)) : 0;
+		return v->st.dev_features_sel < 2 ? (uint32_t)(v->features >> (32 * v->st.dev_features_sel))
+						  : 0;
 	case R_QUEUE_NUM_MAX:
 		return q ? v->ops->queue_max : 0;
 	case R_QUEUE_NUM:
@@ -449,7 +466,7 @@ void virtio_mmio_io(struct virtio_mmio *v, struct dev_io *io)
 	} else if (io->len != 4 || (io->offset & 3)) {
 		/* Registers are 32 bits wide, accessed whole (4.2.2.2). */
 		COUNT(v, bad_accesses);
-		vlog(v, "%u-byte access at 0x%" PRIx64 " ignored", io->len, io->offset);
+		vlog(v, LOG_ACCESS, "%u-byte access at 0x%" PRIx64 " ignored", io->len, io->offset);
 		if (!io->is_write)
 			memset(io->data, 0, io->len);
 	} else if (io->is_write) {
@@ -471,7 +488,7 @@ void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st)
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		const struct virtq *q = &v->q[i];
 
-		st->q[i] = (struct virtio_queue_state){ q->num,	  q->ready,	 q->desc,    q->avail,
+		st->q[i] = (struct virtio_queue_state){ q->num,	 q->ready,	q->desc,    q->avail,
 							q->used, q->last_avail, q->used_idx };
 	}
 	pthread_mutex_unlock(&v->lock);
@@ -484,7 +501,8 @@ bool virtio_mmio_state_valid(const struct virtio_mmio_state *st)
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		const struct virtio_queue_state *q = &st->q[i];
 
-		if (q->num > 0xffff || (q->ready && (!q->num || q->num > VQ_MAX_SIZE || (q->num & (q->num - 1)))))
+		if (q->num > 0xffff ||
+		    (q->ready && (!q->num || q->num > VQ_MAX_SIZE || (q->num & (q->num - 1)))))
 			return false;
 		if (q->ready && (uint16_t)(q->last_avail - q->used_idx) > q->num)
 			return false;
@@ -501,7 +519,7 @@ int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		const struct virtio_queue_state *s = &st->q[i];
 
-		q[i] = (struct virtq){ (uint16_t)s->num, s->ready,	   s->desc,	s->avail,
+		q[i] = (struct virtq){ (uint16_t)s->num, s->ready,	s->desc,    s->avail,
 				       s->used,		 s->last_avail, s->used_idx };
 		if (s->ready && (i >= v->ops->nr_queues || vq_validate(&q[i], &v->host, v->ops->queue_max)))
 			return -EINVAL;

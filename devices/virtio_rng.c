@@ -13,7 +13,8 @@
 #include <sys/random.h>
 
 #define RNG_QUEUE_MAX 256
-#define RNG_MAX_REQUEST (64u << 10) /* bytes filled per request at most: one request cannot hold the lock long */
+#define RNG_MAX_REQUEST \
+	(64u << 10) /* bytes filled per request at most: one request cannot hold the lock long */
 
 struct rng {
 	int unused; /* no state of its own */
@@ -81,9 +82,9 @@ static void rng_describe(const void *state, char *buf, size_t len)
 
 #define VF(prop, type, member, max) SNAP_FIELD(struct virtio_mmio_state, prop, type, member, max)
 #define QF(n, prop, type, member, max) VF("q" #n "-" prop, type, q[n].member, max)
-#define QUEUE_FIELDS(n)                                                                               \
-	QF(n, "num", SNAP_F_U32, num, 0xffff), QF(n, "ready", SNAP_F_BOOL, ready, 1),                  \
-		QF(n, "desc", SNAP_F_U64, desc, 0), QF(n, "avail", SNAP_F_U64, avail, 0),             \
+#define QUEUE_FIELDS(n)                                                                                  \
+	QF(n, "num", SNAP_F_U32, num, 0xffff), QF(n, "ready", SNAP_F_BOOL, ready, 1),                    \
+		QF(n, "desc", SNAP_F_U64, desc, 0), QF(n, "avail", SNAP_F_U64, avail, 0),                \
 		QF(n, "used", SNAP_F_U64, used, 0), QF(n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
 		QF(n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
 

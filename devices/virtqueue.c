@@ -59,7 +59,8 @@ enum vq_err vq_validate(const struct virtq *q, const struct dev_host *h, unsigne
 		return VQ_E_SIZE;
 	if ((q->desc & 15) || (q->avail & 1) || (q->used & 3))
 		return VQ_E_ALIGN;
-	if (!dev_gpa_to_hva(h, q->desc, 16ULL * q->num) || !dev_gpa_to_hva(h, q->avail, avail_bytes(q->num)) ||
+	if (!dev_gpa_to_hva(h, q->desc, 16ULL * q->num) ||
+	    !dev_gpa_to_hva(h, q->avail, avail_bytes(q->num)) ||
 	    !dev_gpa_to_hva(h, q->used, used_bytes(q->num)))
 		return VQ_E_RING;
 	return VQ_OK;

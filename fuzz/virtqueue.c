@@ -48,8 +48,13 @@ static void check_chain(const struct vq_chain *c)
 static void walker(const uint8_t *d, size_t size)
 {
 	struct virtq q = {
-		.num = u16at(d), .ready = true, .desc = u16at(d + 2), .avail = u16at(d + 4),
-		.used = u16at(d + 6), .last_avail = u16at(d + 9), .used_idx = u16at(d + 11),
+		.num = u16at(d),
+		.ready = true,
+		.desc = u16at(d + 2),
+		.avail = u16at(d + 4),
+		.used = u16at(d + 6),
+		.last_avail = u16at(d + 9),
+		.used_idx = u16at(d + 11),
 	};
 	bool indirect = d[8] & 1, event_idx = d[8] & 2;
 	struct vq_chain c;

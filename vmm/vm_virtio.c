@@ -71,8 +71,10 @@ unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max)
 	if (rng)
 		names[n++] = "virtio-rng";
 	for (unsigned i = 0; i < n && i < max; i++)
-		out[i] = (struct vm_virtio_window){ names[i], "LNRO0005", i,   VM_VIRTIO_BASE + i * VIRTIO_MMIO_SIZE,
-						    VIRTIO_MMIO_SIZE, gsis[i], true };
+		out[i] = (struct vm_virtio_window){
+			names[i],	  "LNRO0005", i,   VM_VIRTIO_BASE + i * VIRTIO_MMIO_SIZE,
+			VIRTIO_MMIO_SIZE, gsis[i],    true
+		};
 	return n;
 }
 
@@ -189,7 +191,8 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 		d->irqfd = -1;
 	}
 	if (vv->cfg.verbose)
-		vm_log("%s: virtio-mmio at 0x%" PRIx64 "-0x%" PRIx64 ", GSI %u; notify by %s, interrupt by %s",
+		vm_log("%s: virtio-mmio at 0x%" PRIx64 "-0x%" PRIx64
+		       ", GSI %u; notify by %s, interrupt by %s",
 		       d->win.name, d->win.base, d->win.base + d->win.len - 1, d->win.gsi,
 		       d->ioeventfd ? "ioeventfd" : "MMIO exit", d->irqfd >= 0 ? "irqfd" : "KVM_IRQ_LINE");
 	return 0;
@@ -361,7 +364,8 @@ void vm_virtio_log(const struct vm_virtio *vv)
 
 		virtio_mmio_get_counters(vv->dev[i].dev, &c);
 		vm_log("%s: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64 " notifications, %" PRIu64
-		       " interrupts, %" PRIu64 " dropped, %" PRIu64 " resets needed, %" PRIu64 " bad accesses",
+		       " interrupts, %" PRIu64 " dropped, %" PRIu64 " resets needed, %" PRIu64
+		       " bad accesses",
 		       vv->dev[i].win.name, c.requests, c.bytes, c.notifies, c.interrupts, c.dropped,
 		       c.needs_reset, c.bad_accesses);
 	}

@@ -18,7 +18,10 @@
 
 #define VM_VIRTIO_BASE 0xd0000000ULL /* the first device's window; the next ones follow, 4 KiB each */
 #define VM_VIRTIO_MAX 5		     /* devices at most: one GSI each from VM_VIRTIO_GSIS */
-#define VM_VIRTIO_GSIS { 5, 6, 7, 10, 11 }
+#define VM_VIRTIO_GSIS          \
+	{                       \
+		5, 6, 7, 10, 11 \
+	}
 
 /*
  * One device as firmware tables describe it (the DSDT: a device with
