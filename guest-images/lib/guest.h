@@ -522,7 +522,11 @@ uint32_t vio_negotiate(struct vio_dev *d, uint32_t hi, uint32_t lo);
 bool vio_queue_setup(struct vio_dev *d, struct vio_queue *q, uint16_t num);
 /* Offer descriptor chain `head` (make it available) and notify queue 0. */
 void vio_offer(struct vio_dev *d, uint16_t head);
-/* Route IOAPIC pin gsi, edge, active high, to `vector` on APIC id `apic_id`; mask the 8259 PICs. Ring 0. */
+/*
+ * Route IOAPIC pin gsi, edge, active high, to `vector` on APIC id `apic_id`;
+ * mask the 8259 PICs; enable this CPU's LAPIC. Ring 0. An interrupt then
+ * waits in the LAPIC while interrupts are off: several coalesce into one.
+ */
 void vio_ioapic_route(uint32_t gsi, uint8_t vector, uint32_t apic_id);
 /* Wait (bounded, in hlt with interrupts on) until the used idx reaches `idx`: true if it did. */
 bool vio_wait_used(struct vio_dev *d, uint16_t idx, uint64_t timeout_us);

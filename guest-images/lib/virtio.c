@@ -6,6 +6,7 @@
  * access is one MMIO exit (or none for QueueNotify, an ioeventfd).
  */
 #include "guest.h"
+#include "rt_internal.h"
 
 _Static_assert(__builtin_offsetof(struct vio_queue, avail_flags) == 0x100, "avail at 0x100");
 _Static_assert(__builtin_offsetof(struct vio_queue, used_flags) == 0x200, "used at 0x200");
@@ -82,6 +83,7 @@ void vio_ioapic_route(uint32_t gsi, uint8_t vector, uint32_t apic_id)
 	outb(0xa1, 0xff);
 	ioapic_write(0x11 + 2 * gsi, apic_id << 24);
 	ioapic_write(0x10 + 2 * gsi, vector); /* fixed, physical, active high, edge, unmasked */
+	apic_sw_enable(); /* a software-disabled LAPIC drops fixed interrupts: the first one too */
 }
 
 struct used_wait {
