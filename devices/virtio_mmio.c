@@ -304,9 +304,11 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		uint32_t written = 0;
 
 		if (r == VQ_POP_EMPTY) {
-			if (event_idx && vq_arm_event(q, &v->host))
-				continue;
-			break;
+			if (!event_idx || !vq_arm_event(q, &v->host))
+				break;
+			/* More came meanwhile. Re-checks count too: a driver toggling avail idx cannot hold us. */
+			budget--;
+			continue;
 		}
 		if (r == VQ_POP_BROKEN) {
 			needs_reset(v, qi, e);

@@ -333,6 +333,8 @@ static void *io_thread(void *arg)
 	}
 }
 
+static const int sync_signals[] = { SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT };
+
 int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf *err)
 {
 	sigset_t all, old;
@@ -341,8 +343,14 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
 	if (!vv)
 		return 0;
 	vv->mode = mode;
-	/* Every signal blocked: the thread has no handler to run and must not take the process's. */
+	/*
+	 * Every signal blocked (the thread must not take the process's), but
+	 * the synchronous ones: a blocked SIGSYS from its seccomp filter would
+	 * kill the process without the handler's message.
+	 */
 	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&all, sync_signals[i]);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = -pthread_create(&vv->thread, NULL, io_thread, vv);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -102,7 +102,8 @@ static void chains(void)
 	q.desc[0] = (struct vio_desc){ (uintptr_t)buf, 8, VIO_DESC_WRITE | VIO_DESC_NEXT, 0 };
 	bad_chain("descriptor loop");
 	for (uint16_t i = 0; i < 8; i++)
-		q.desc[i] = (struct vio_desc){ (uintptr_t)buf, 8, VIO_DESC_WRITE | VIO_DESC_NEXT, (uint16_t)((i + 1) % 8) };
+		q.desc[i] = (struct vio_desc){ (uintptr_t)buf, 8, VIO_DESC_WRITE | VIO_DESC_NEXT,
+					       (uint16_t)((i + 1) % 8) };
 	bad_chain("chain longer than the queue");
 	q.desc[0] = (struct vio_desc){ (uintptr_t)buf, 8, VIO_DESC_WRITE | VIO_DESC_NEXT, 9 };
 	bad_chain("next beyond the queue");
@@ -172,7 +173,8 @@ static void notifies_and_resets(void)
 	for (uint16_t i = 0; i < 4; i++)
 		vio_offer(&dev, i);
 	vio_write(&dev, 0x070, 0);
-	report(vio_read(&dev, 0x070) == 0 && vio_read(&dev, 0x044) == 0, "reset in the middle: status 0, queue not ready");
+	report(vio_read(&dev, 0x070) == 0 && vio_read(&dev, 0x044) == 0,
+	       "reset in the middle: status 0, queue not ready");
 	report(fresh(8) && good(), "reset in the middle: served again after set-up");
 }
 

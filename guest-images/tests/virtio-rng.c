@@ -69,7 +69,8 @@ static void round_trip(uint32_t i)
 	bool used;
 
 	memset(buf, 0, sizeof(buf));
-	q.desc[0] = (struct vio_desc){ (uintptr_t)&buf[0][0], a, VIO_DESC_WRITE | (b ? VIO_DESC_NEXT : 0), 1 };
+	q.desc[0] =
+		(struct vio_desc){ (uintptr_t)&buf[0][0], a, VIO_DESC_WRITE | (b ? VIO_DESC_NEXT : 0), 1 };
 	q.desc[1] = (struct vio_desc){ (uintptr_t)&buf[0][a], b, VIO_DESC_WRITE, 0 };
 	vio_offer(&dev, 0);
 	used = vio_wait_used(&dev, (uint16_t)(i + 1), 10000000);
@@ -93,7 +94,8 @@ static bool never(void *arg)
 
 int main(const struct pv_bootinfo *bi)
 {
-	uint32_t rounds = (uint32_t)cmdline_get_u64("rounds", 6), pause_ms = (uint32_t)cmdline_get_u64("pause_ms", 0);
+	uint32_t rounds = (uint32_t)cmdline_get_u64("rounds", 6),
+		 pause_ms = (uint32_t)cmdline_get_u64("pause_ms", 0);
 	uint32_t st, half = rounds / 2;
 
 	(void)bi;
@@ -104,8 +106,8 @@ int main(const struct pv_bootinfo *bi)
 		return report_summary();
 	}
 	if (!vio_probe(&dev, 4)) {
-		report(false, "virtio-rng at 0x%lx (magic 0x%x, version %u, device %u)", (unsigned long)dev.base,
-		       vio_read(&dev, 0), vio_read(&dev, 4), vio_read(&dev, 8));
+		report(false, "virtio-rng at 0x%lx (magic 0x%x, version %u, device %u)",
+		       (unsigned long)dev.base, vio_read(&dev, 0), vio_read(&dev, 4), vio_read(&dev, 8));
 		return report_summary();
 	}
 	report(true, "virtio-rng at 0x%lx: magic, version 2, device id 4", (unsigned long)dev.base);

@@ -357,3 +357,30 @@ Test(virtio, destroy_null)
 {
 	virtio_mmio_destroy(NULL);
 }
+
+Test(virtio, event_idx)
+{
+	uint16_t *avail = (uint16_t *)(ram + AVAIL);
+
+	wr(0x70, 0);
+	wr(0x70, 1);
+	wr(0x70, 3);
+	wr(0x24, 1);
+	wr(0x20, 1);
+	wr(0x24, 0);
+	wr(0x20, 1u << 29); /* EVENT_IDX */
+	wr(0x70, 0xb);
+	cr_assert_eq(rd(0x70), 0xb);
+	queue(16);
+	wr(0x70, 0xf);
+	avail[2 + 16] = 1; /* used_event: interrupt once used idx passes 1 */
+	offer(0, 8);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(used_idx(), 1);
+	cr_assert_eq(pulses, 0, "used idx 1 has not passed used_event 1");
+	cr_assert_eq(*(uint16_t *)(ram + USED + 4 + 8 * 16), 1, "avail_event published");
+	offer(1, 8);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(used_idx(), 2);
+	cr_assert_eq(pulses, 1);
+}
