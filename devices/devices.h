@@ -151,22 +151,7 @@ int i8042_restore(struct i8042 *k, const struct i8042_state *st);
 struct virtio_mmio;
 struct dev_io;
 
-/* One queue's saved state. */
-struct virtio_queue_state {
-	uint32_t num;
-	bool ready;
-	uint64_t desc, avail, used;
-	uint16_t last_avail, used_idx;
-};
-
-/* A virtio-mmio device's saved state: the transport's registers and its queues. */
-struct virtio_mmio_state {
-	uint32_t status, dev_features_sel, drv_features_sel, queue_sel, int_status, config_gen;
-	uint64_t drv_features;
-	struct virtio_queue_state q[VIRTIO_MAX_QUEUES];
-};
-
-/* What a device counts (each read atomically): for --verbose and the tests. */
+/* What a device counts (each read atomically): --verbose, the statistics (virtio.<dev>.*). */
 struct virtio_counters {
 	uint64_t requests;     /* chains served */
 	uint64_t bytes;	       /* bytes written into the guest's buffers */
@@ -175,6 +160,22 @@ struct virtio_counters {
 	uint64_t dropped;      /* malformed chains given back empty, failed requests */
 	uint64_t needs_reset;  /* times the device entered DEVICE_NEEDS_RESET */
 	uint64_t bad_accesses; /* register accesses a driver must not make, ignored */
+};
+
+/* One queue's saved state. */
+struct virtio_queue_state {
+	uint32_t num;
+	bool ready;
+	uint64_t desc, avail, used;
+	uint16_t last_avail, used_idx;
+};
+
+/* A virtio-mmio device's saved state: the transport's registers, its queues, and its counters (they continue). */
+struct virtio_mmio_state {
+	uint32_t status, dev_features_sel, drv_features_sel, queue_sel, int_status, config_gen;
+	uint64_t drv_features;
+	struct virtio_queue_state q[VIRTIO_MAX_QUEUES];
+	struct virtio_counters c;
 };
 
 /* virtio-rng (device ID 4): one queue, filled from getrandom(). 0 or -ENOMEM. Setup thread. */

@@ -155,13 +155,19 @@ const char *virtio_mmio_name(const struct virtio_mmio *v)
 	return v->ops->name;
 }
 
+/* Copy counters field by field, each atomically (struct virtio_counters is all uint64_t). */
+static void copy_counters(struct virtio_counters *to, const struct virtio_counters *from)
+{
+	const uint64_t *in = (const uint64_t *)from;
+	uint64_t *o = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+		__atomic_store_n(&o[i], __atomic_load_n(&in[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
 void virtio_mmio_get_counters(struct virtio_mmio *v, struct virtio_counters *out)
 {
-	const uint64_t *in = (const uint64_t *)&v->c;
-	uint64_t *o = (uint64_t *)out;
-
-	for (size_t i = 0; i < sizeof(*out) / sizeof(uint64_t); i++)
-		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
+	copy_counters(out, &v->c);
 }
 
 /* ---- status and reset ------------------------------------------------------------ */
@@ -487,6 +493,7 @@ void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st)
 {
 	pthread_mutex_lock(&v->lock);
 	*st = v->st;
+	copy_counters(&st->c, &v->c);
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		const struct virtq *q = &v->q[i];
 
@@ -528,6 +535,8 @@ int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
 	}
 	pthread_mutex_lock(&v->lock);
 	v->st = *st;
+	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c */
+	copy_counters(&v->c, &st->c);
 	memcpy(v->q, q, sizeof(q));
 	pthread_mutex_unlock(&v->lock);
 	return 0;

@@ -98,6 +98,13 @@ static const struct snap_field rng_fields[] = {
 	VF("drv-features", SNAP_F_U64, drv_features, 0),
 	QUEUE_FIELDS(0),
 	QUEUE_FIELDS(1),
+	VF("requests", SNAP_F_U64, c.requests, 0),
+	VF("bytes", SNAP_F_U64, c.bytes, 0),
+	VF("notifications", SNAP_F_U64, c.notifies, 0),
+	VF("interrupts", SNAP_F_U64, c.interrupts, 0),
+	VF("dropped", SNAP_F_U64, c.dropped, 0),
+	VF("needs-reset", SNAP_F_U64, c.needs_reset, 0),
+	VF("bad-accesses", SNAP_F_U64, c.bad_accesses, 0),
 };
 
 const struct snap_part virtio_rng_part = {

@@ -160,15 +160,17 @@ static void fill_envs(struct vm *vm)
 static int create_stats(struct vm *vm, struct errbuf *err)
 {
 	int *fds = calloc(vm->nr_vcpus, sizeof(*fds));
+	struct vm_stats_extra virtio = { .read = vm_virtio_stats_read, .ctx = vm->virtio };
 	int rc;
 
 	if (!fds)
 		return errbuf_set(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fds[i] = vm->vcpus[i].fd;
+	vm_virtio_stats_fields(vm->virtio, &virtio.names, &virtio.bytes, &virtio.n);
 	rc = vm_stats_create(&vm->stats,
 			     &(struct vm_stats_config){ vm->nr_vcpus, vm->cfg.name, &vm->bus, fds,
-							vm->mem.size, vm->host },
+							vm->mem.size, vm->host, virtio },
 			     err);
 	free(fds);
 	if (rc)

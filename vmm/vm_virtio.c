@@ -15,6 +15,7 @@
 #include <linux/kvm.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -60,7 +61,18 @@ struct vm_virtio {
 	int start_rc;
 	struct errbuf start_err;
 	enum seccomp_mode mode;
+	/* the statistics fields' names: virtio.<dev>.<counter> */
+	char stat_name[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS][48];
+	const char *stat_names[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
+	uint8_t stat_bytes[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
 };
+
+/* struct virtio_counters' fields, in order, as statistics field names. */
+static const char *const counter_names[VM_VIRTIO_NR_STATS] = {
+	"requests", "bytes", "notifications", "interrupts", "dropped", "needs_reset", "bad_accesses",
+};
+_Static_assert(sizeof(struct virtio_counters) == VM_VIRTIO_NR_STATS * sizeof(uint64_t),
+	       "one statistics field per counter");
 
 unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max)
 {
@@ -367,6 +379,36 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
 	rc = vv->start_rc;
 	pthread_mutex_unlock(&vv->lock);
 	return rc ? errbuf_set(err, rc, "%s", vv->start_err.msg) : 0;
+}
+
+void vm_virtio_stats_fields(const struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
+			    unsigned *n)
+{
+	struct vm_virtio *w = (struct vm_virtio *)vv;
+
+	*n = 0;
+	for (unsigned i = 0; vv && i < vv->n; i++) {
+		/* "virtio-rng" gives "virtio.rng.requests" */
+		const char *dev = strchr(vv->dev[i].win.name, '-');
+
+		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS; k++, (*n)++) {
+			snprintf(w->stat_name[*n], sizeof(w->stat_name[*n]), "virtio.%s.%s",
+				 dev ? dev + 1 : vv->dev[i].win.name, counter_names[k]);
+			w->stat_names[*n] = w->stat_name[*n];
+			w->stat_bytes[*n] = k == 1;
+		}
+	}
+	*names = vv ? (const char *const *)w->stat_names : NULL;
+	*bytes = vv ? w->stat_bytes : NULL;
+}
+
+void vm_virtio_stats_read(void *ctx, uint64_t *values)
+{
+	const struct vm_virtio *vv = ctx;
+
+	for (unsigned i = 0; i < vv->n; i++)
+		virtio_mmio_get_counters(vv->dev[i].dev,
+					 (struct virtio_counters *)(values + i * VM_VIRTIO_NR_STATS));
 }
 
 void vm_virtio_log(const struct vm_virtio *vv)

@@ -70,6 +70,17 @@ int vm_virtio_add_parts(struct vm_virtio *vv, struct vm_parts *l, struct errbuf 
  * in. No-op without devices. 0 or -errno with a message. Main thread.
  */
 int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf *err);
+/* Statistics fields per device, in the VM record (docs/stats-abi.md): virtio.<dev>.<counter>. */
+#define VM_VIRTIO_NR_STATS 7
+/*
+ * The VM record's fields for the devices' counters: names (and whether
+ * each counts bytes) for vm_stats_extra, n = devices * VM_VIRTIO_NR_STATS
+ * (0 for NULL). Setup thread.
+ */
+void vm_virtio_stats_fields(const struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
+			    unsigned *n);
+/* Their current values, in that order (ctx: the struct vm_virtio). Any thread. */
+void vm_virtio_stats_read(void *ctx, uint64_t *values);
 /* --verbose: each device's counters. Main thread, after the vCPUs stopped. */
 void vm_virtio_log(const struct vm_virtio *vv);
 /* Stop the thread, free everything. NULL is a no-op. After every vCPU thread ended. */

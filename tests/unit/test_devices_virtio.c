@@ -384,3 +384,28 @@ Test(virtio, event_idx)
 	cr_assert_eq(used_idx(), 2);
 	cr_assert_eq(pulses, 1);
 }
+
+Test(virtio, counters_continue_in_a_loaded_device)
+{
+	struct virtio_mmio_state st;
+	struct virtio_mmio *w;
+	struct virtio_counters c;
+
+	up();
+	offer(0, 8);
+	offer(1, 8);
+	virtio_mmio_serve(v, 0);
+	virtio_mmio_save(v, &st);
+	cr_assert_eq(st.c.requests, 2);
+	cr_assert_eq(st.c.bytes, 16);
+	cr_assert_eq(virtio_rng_create(&w, &host), 0);
+	cr_assert_eq(virtio_mmio_load(w, &st), 0);
+	virtio_mmio_get_counters(w, &c);
+	cr_assert_eq(c.requests, 2);
+	cr_assert_eq(c.bytes, 16);
+	cr_assert_eq(c.interrupts, 1);
+	wr(0x70, 0);
+	virtio_mmio_get_counters(v, &c);
+	cr_assert_eq(c.requests, 2, "a driver's reset does not reset the counters");
+	virtio_mmio_destroy(w);
+}
