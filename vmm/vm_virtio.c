@@ -381,25 +381,23 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
 	return rc ? errbuf_set(err, rc, "%s", vv->start_err.msg) : 0;
 }
 
-void vm_virtio_stats_fields(const struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
+void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
 			    unsigned *n)
 {
-	struct vm_virtio *w = (struct vm_virtio *)vv;
-
 	*n = 0;
+	*names = vv ? vv->stat_names : NULL;
+	*bytes = vv ? vv->stat_bytes : NULL;
 	for (unsigned i = 0; vv && i < vv->n; i++) {
 		/* "virtio-rng" gives "virtio.rng.requests" */
 		const char *dev = strchr(vv->dev[i].win.name, '-');
 
 		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS; k++, (*n)++) {
-			snprintf(w->stat_name[*n], sizeof(w->stat_name[*n]), "virtio.%s.%s",
+			snprintf(vv->stat_name[*n], sizeof(vv->stat_name[*n]), "virtio.%s.%s",
 				 dev ? dev + 1 : vv->dev[i].win.name, counter_names[k]);
-			w->stat_names[*n] = w->stat_name[*n];
-			w->stat_bytes[*n] = k == 1;
+			vv->stat_names[*n] = vv->stat_name[*n];
+			vv->stat_bytes[*n] = k == 1; /* "bytes" */
 		}
 	}
-	*names = vv ? (const char *const *)w->stat_names : NULL;
-	*bytes = vv ? w->stat_bytes : NULL;
 }
 
 void vm_virtio_stats_read(void *ctx, uint64_t *values)

@@ -77,7 +77,7 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
  * each counts bytes) for vm_stats_extra, n = devices * VM_VIRTIO_NR_STATS
  * (0 for NULL). Setup thread.
  */
-void vm_virtio_stats_fields(const struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
+void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
 			    unsigned *n);
 /* Their current values, in that order (ctx: the struct vm_virtio). Any thread. */
 void vm_virtio_stats_read(void *ctx, uint64_t *values);
