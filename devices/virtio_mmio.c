@@ -120,9 +120,11 @@ int virtio_mmio_create_backend(struct virtio_mmio **out, const struct virtio_bac
 
 	*out = NULL;
 	if (!v || ops->nr_queues > VIRTIO_MAX_QUEUES) {
+		int rc = v ? -EINVAL : -ENOMEM;
+
 		free(v);
 		free(be);
-		return v ? -EINVAL : -ENOMEM;
+		return rc;
 	}
 	pthread_mutex_init(&v->lock, NULL);
 	if (host)
