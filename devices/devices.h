@@ -197,6 +197,78 @@ bool virtio_mmio_state_valid(const struct virtio_mmio_state *st);
 /* Load a state: -EINVAL, changing nothing, if invalid or a ready queue's rings are not in RAM. */
 int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st);
 
+/* ---- virtio-blk (device ID 2; docs/devices.md) ------------------------------------------------ */
+struct iovec;
+
+/* What the block device asks its I/O engine to do. */
+enum blk_op {
+	BLK_OP_READ,	/* readv at off into iov */
+	BLK_OP_WRITE,	/* writev at off from iov */
+	BLK_OP_FLUSH,	/* make every completed write durable (fdatasync) */
+	BLK_OP_DISCARD, /* deallocate [off, off + len): reads give zeros after */
+	BLK_OP_ZERO,	/* zero [off, off + len) */
+};
+
+/* One operation: the iovecs point into guest RAM and stay valid until its completion. */
+struct blk_io {
+	enum blk_op op;
+	const struct iovec *iov;
+	unsigned niov;
+	uint64_t off, len;
+	uint64_t tag; /* handed back with the result: virtio_mmio_complete() */
+};
+
+/*
+ * Where a block device's I/O goes (vmm/vm_blk.c: io_uring on the image;
+ * the unit tests: a fake). submit queues one operation and returns 0, or
+ * -errno (the request fails with IOERR at once). The result comes back
+ * later, from the thread that reaps the engine, through
+ * virtio_mmio_complete(). Called under the device's lock, I/O thread.
+ */
+struct blk_engine {
+	void *opaque;
+	int (*submit)(void *opaque, const struct blk_io *io);
+};
+
+#define VIRTIO_BLK_SERIAL_LEN 20 /* GET_ID's answer */
+#define VIRTIO_BLK_LAT_BUCKETS 4 /* request latency: <100 us, <1 ms, <10 ms, >= 10 ms */
+
+/* What the block device is given. */
+struct virtio_blk_params {
+	uint64_t sectors;		    /* capacity in 512-byte sectors */
+	bool readonly;			    /* VIRTIO_BLK_F_RO: writes, discards and zeroing get IOERR */
+	bool discard;			    /* the image's file system punches holes: VIRTIO_BLK_F_DISCARD */
+	bool write_zeroes;		    /* ... zeroes ranges: VIRTIO_BLK_F_WRITE_ZEROES */
+	char serial[VIRTIO_BLK_SERIAL_LEN]; /* GET_ID, NUL-padded */
+	struct blk_engine engine;
+};
+
+/* What a block device counts besides the transport's counters (each read atomically). */
+struct virtio_blk_counters {
+	uint64_t reads, writes, flushes, other; /* requests by kind (other: GET_ID, discard, zeroes) */
+	uint64_t bytes_read, bytes_written;
+	uint64_t errors;   /* requests answered IOERR or UNSUPP */
+	uint64_t inflight; /* instant: requests at the engine now */
+	uint64_t inflight_peak;
+	uint64_t lat[VIRTIO_BLK_LAT_BUCKETS]; /* completed requests by latency bucket */
+};
+
+/* virtio-blk (device ID 2): one queue. 0, -ENOMEM or -EINVAL. Setup thread. */
+int virtio_blk_create(struct virtio_mmio **out, const struct virtio_blk_params *p,
+		      const struct dev_host *host);
+/* The block device's own counters; false (out untouched) if v is not a block device. Any thread. */
+bool virtio_blk_get_counters(struct virtio_mmio *v, struct virtio_blk_counters *out);
+/*
+ * An engine's result for the operation tagged tag (res: bytes done or
+ * -errno): answer the request, push it on the used ring, interrupt if
+ * the driver wants. A request of a device reset since is only forgotten:
+ * nothing is written into the rings. Takes the device's lock; the
+ * thread that reaps the engine (the I/O thread, or a snapshot's drain).
+ */
+void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int64_t *res, unsigned n);
+/* Requests at the engine now (a drain waits for 0). Any thread. */
+unsigned virtio_mmio_inflight(struct virtio_mmio *v);
+
 /* The snapshot part of the virtio-rng device (its node "virtio-rng"). */
 extern const struct snap_part virtio_rng_part;
 

@@ -120,9 +120,24 @@ struct virtio_backend_ops {
 	 * length 0 and counted). I/O thread.
 	 */
 	int (*handle)(void *be, unsigned q, const struct vq_chain *c, uint32_t *written);
+	/*
+	 * A request handle() left in flight (it returned VIRTIO_ASYNC) has its
+	 * engine result: fill in its queue, head and bytes written and return
+	 * true to push it, or false to forget it (the device was reset since).
+	 * NULL for a device that answers every request at once.
+	 */
+	bool (*complete)(void *be, uint64_t tag, int64_t res, unsigned *q, uint16_t *head, uint32_t *written);
+	/* Requests in flight (NULL: none ever). */
+	unsigned (*inflight)(void *be);
 	/* The driver reset the device (Status = 0). NULL: nothing to do. */
 	void (*reset)(void *be);
 };
+
+/* handle()'s answer for a request that completes later, through virtio_mmio_complete(). */
+#define VIRTIO_ASYNC 1
+
+/* The backend of v if its ops are ops, else NULL. */
+void *virtio_mmio_backend(struct virtio_mmio *v, const struct virtio_backend_ops *ops);
 
 /*
  * A transport for backend `be` (malloc'd; the transport frees it on

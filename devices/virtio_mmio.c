@@ -306,6 +306,7 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 	struct vq_chain c;
 	unsigned budget = q->num;
 	enum vq_err e;
+	int rc;
 
 	while (budget) {
 		enum vq_pop r = vq_pop(q, &v->host, indirect, &c, &e);
@@ -326,7 +327,9 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		if (r == VQ_POP_BAD) {
 			COUNT(v, dropped);
 			vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
-		} else if (v->ops->handle(v->be, qi, &c, &written) < 0 || written > c.write_len) {
+		} else if ((rc = v->ops->handle(v->be, qi, &c, &written)) == VIRTIO_ASYNC) {
+			continue; /* pushed by virtio_mmio_complete() */
+		} else if (rc < 0 || written > c.write_len) {
 			COUNT(v, dropped);
 			written = 0;
 		} else {
@@ -342,6 +345,55 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		raise_int(v, INT_USED);
 	if (!budget && v->host.notify_queue)
 		v->host.notify_queue(v->host.opaque, qi); /* more may wait: after the others */
+}
+
+void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int64_t *res, unsigned n)
+{
+	uint16_t old_used[VIRTIO_MAX_QUEUES];
+	bool pushed[VIRTIO_MAX_QUEUES] = { false };
+
+	pthread_mutex_lock(&v->lock);
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
+		old_used[i] = v->q[i].used_idx;
+	for (unsigned i = 0; i < n; i++) {
+		unsigned qi;
+		uint16_t head;
+		uint32_t written;
+
+		if (!v->ops->complete(v->be, tags[i], res[i], &qi, &head, &written))
+			continue; /* a request of before a reset: its rings are gone */
+		if (qi >= v->ops->nr_queues || !v->q[qi].ready)
+			continue;
+		COUNT(v, requests);
+		__atomic_add_fetch(&v->c.bytes, written, __ATOMIC_RELAXED);
+		if (vq_push(&v->q[qi], &v->host, head, written)) {
+			needs_reset(v, qi, VQ_E_RING);
+			continue;
+		}
+		pushed[qi] = true;
+	}
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
+		if (pushed[i] &&
+		    vq_need_notify(&v->q[i], &v->host, v->st.drv_features & F_EVENT_IDX, old_used[i]))
+			raise_int(v, INT_USED);
+	pthread_mutex_unlock(&v->lock);
+}
+
+unsigned virtio_mmio_inflight(struct virtio_mmio *v)
+{
+	unsigned n;
+
+	if (!v->ops->inflight)
+		return 0;
+	pthread_mutex_lock(&v->lock);
+	n = v->ops->inflight(v->be);
+	pthread_mutex_unlock(&v->lock);
+	return n;
+}
+
+void *virtio_mmio_backend(struct virtio_mmio *v, const struct virtio_backend_ops *ops)
+{
+	return v->ops == ops ? v->be : NULL;
 }
 
 void virtio_mmio_serve(struct virtio_mmio *v, unsigned qi)
