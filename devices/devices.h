@@ -269,6 +269,18 @@ void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int
 /* Requests at the engine now (a drain waits for 0). Any thread. */
 unsigned virtio_mmio_inflight(struct virtio_mmio *v);
 
+/* A disk's saved state: the transport's, and which image it is (the restore opens the same). */
+struct virtio_blk_state {
+	struct virtio_mmio_state t; /* first: the transport saves into it */
+	uint8_t path[4096];	    /* the image's absolute path, not NUL-terminated */
+	uint16_t path_len;
+	bool readonly;
+};
+
+/* The snapshot parts of the disks, /dev/vda first (nodes "virtio-blk0" to "virtio-blk7"). */
+#define VIRTIO_BLK_MAX_PARTS 8
+extern const struct snap_part virtio_blk_parts[VIRTIO_BLK_MAX_PARTS];
+
 /* The snapshot part of the virtio-rng device (its node "virtio-rng"). */
 extern const struct snap_part virtio_rng_part;
 

@@ -417,3 +417,69 @@ bool virtio_blk_get_counters(struct virtio_mmio *v, struct virtio_blk_counters *
 		o[i] = __atomic_load_n(&in[i], __ATOMIC_RELAXED);
 	return true;
 }
+
+/* ---- its snapshot parts -------------------------------------------------------------------- */
+
+static const char *blk_check(const struct snap *s, const void *state, const char **prop)
+{
+	const struct virtio_blk_state *st = state;
+
+	(void)s;
+	if (!virtio_mmio_state_valid(&st->t))
+		return "not a state a virtio-mmio device can be in";
+	if (!st->path_len || st->path[0] != '/' || memchr(st->path, 0, st->path_len)) {
+		*prop = "path";
+		return "not an absolute path";
+	}
+	return NULL;
+}
+
+static void blk_describe(const void *state, char *buf, size_t len)
+{
+	const struct virtio_blk_state *st = state;
+
+	snprintf(buf, len, "virtio-blk on %.*s%s (status 0x%x, queue %s, %u requests served)",
+		 (int)st->path_len, (const char *)st->path, st->readonly ? ", read-only" : "", st->t.status,
+		 st->t.q[0].ready ? "ready" : "not ready", st->t.q[0].used_idx);
+}
+
+#define BF(prop, type, member, max) SNAP_FIELD(struct virtio_blk_state, prop, type, t.member, max)
+#define BQF(n, prop, type, member, max) BF("q" #n "-" prop, type, q[n].member, max)
+#define BLK_QUEUE_FIELDS(n)                                                                                \
+	BQF(n, "num", SNAP_F_U32, num, 0xffff), BQF(n, "ready", SNAP_F_BOOL, ready, 1),                    \
+		BQF(n, "desc", SNAP_F_U64, desc, 0), BQF(n, "avail", SNAP_F_U64, avail, 0),                \
+		BQF(n, "used", SNAP_F_U64, used, 0), BQF(n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
+		BQF(n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
+
+static const struct snap_field blk_fields[] = {
+	BF("status", SNAP_F_U32, status, 0xff),
+	BF("dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff),
+	BF("drv-features-sel", SNAP_F_U32, drv_features_sel, 0xffffffff),
+	BF("queue-sel", SNAP_F_U32, queue_sel, 0xffffffff),
+	BF("int-status", SNAP_F_U32, int_status, 3),
+	BF("config-gen", SNAP_F_U32, config_gen, 0xffffffff),
+	BF("drv-features", SNAP_F_U64, drv_features, 0),
+	BLK_QUEUE_FIELDS(0),
+	BLK_QUEUE_FIELDS(1),
+	BF("requests", SNAP_F_U64, c.requests, 0),
+	BF("bytes", SNAP_F_U64, c.bytes, 0),
+	BF("notifications", SNAP_F_U64, c.notifies, 0),
+	BF("interrupts", SNAP_F_U64, c.interrupts, 0),
+	BF("dropped", SNAP_F_U64, c.dropped, 0),
+	BF("needs-reset", SNAP_F_U64, c.needs_reset, 0),
+	BF("bad-accesses", SNAP_F_U64, c.bad_accesses, 0),
+	SNAP_FIELD_BYTES(struct virtio_blk_state, "path", path, path_len),
+	SNAP_FIELD(struct virtio_blk_state, "readonly", SNAP_F_BOOL, readonly, 1),
+};
+
+#define BLK_PART(node)                                                                                \
+	{                                                                                             \
+		.name = (node), .size = sizeof(struct virtio_blk_state), .fields = blk_fields,        \
+		.nr_fields = sizeof(blk_fields) / sizeof(blk_fields[0]), .flags = SNAP_PART_OPTIONAL, \
+		.check = blk_check, .describe = blk_describe,                                         \
+	}
+
+const struct snap_part virtio_blk_parts[VIRTIO_BLK_MAX_PARTS] = {
+	BLK_PART("virtio-blk0"), BLK_PART("virtio-blk1"), BLK_PART("virtio-blk2"), BLK_PART("virtio-blk3"),
+	BLK_PART("virtio-blk4"), BLK_PART("virtio-blk5"), BLK_PART("virtio-blk6"), BLK_PART("virtio-blk7"),
+};

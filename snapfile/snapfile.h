@@ -84,7 +84,7 @@ struct snap_part {
 	void (*describe)(const void *state, char *buf, size_t len);
 };
 
-#define SNAP_MAX_PARTS 16     /* device parts, and VM-wide parts */
+#define SNAP_MAX_PARTS 32     /* device parts, and VM-wide parts */
 #define SNAP_MAX_VCPU_PARTS 4 /* parts in each vcpu@N */
 
 /*

@@ -25,7 +25,7 @@ const char cli_run_usage[] =
 	"                       multiboot and PVH; a module's command line is the whole value\n"
 	"  --restore DIR        continue the VM saved in snapshot directory DIR: its vCPUs, memory,\n"
 	"                       devices, PV PMU and statistics; --kernel, --initrd, --cpus, --memory,\n"
-	"                       --cmdline, --cpuid-hide, --pmu and --rng come from the snapshot and may not be given\n"
+	"                       --cmdline, --cpuid-hide, --pmu, --rng and --disk come from the snapshot and may not be given\n"
 	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
 	"                       read it into fresh RAM\n"
 	"  --no-memory-check    skip the memory file's checksum (the state file is always checked)\n"
@@ -42,6 +42,10 @@ const char cli_run_usage[] =
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --rng                a virtio-rng device (virtio-mmio at 0xd0000000, GSI 5; docs/devices.md)\n"
 	"                       that fills the guest's buffers from the host's getrandom()\n"
+	"  --disk path=FILE[,readonly=on]  a virtio-blk disk on the image FILE (a regular file or a\n"
+	"                       block device), repeatable up to 8: /dev/vda, /dev/vdb, ... in this order\n"
+	"                       (docs/devices.md); the image is locked, so no two VMs write one image;\n"
+	"                       readonly=on opens it read-only and the guest's writes fail\n"
 	"  --seccomp on|log|off per-thread system call filters (docs/security.md): on stops the VM\n"
 	"                       at a denied call, log only has the kernel log it (default on)\n"
 	"  --profile EVENT:PERIOD[,EVENT:PERIOD][,mode=stack|leaf]  sample every vCPU on the overflow\n"
@@ -84,7 +88,8 @@ enum {
 	OPT_PROFILE,
 	OPT_PROFILE_OUTPUT,
 	OPT_SYMBOLS,
-	OPT_RNG
+	OPT_RNG,
+	OPT_DISK
 };
 
 static const struct option run_options[] = {
@@ -110,6 +115,7 @@ static const struct option run_options[] = {
 	{ "profile-output", required_argument, NULL, OPT_PROFILE_OUTPUT },
 	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
 	{ "rng", no_argument, NULL, OPT_RNG },
+	{ "disk", required_argument, NULL, OPT_DISK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -242,9 +248,65 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 	case OPT_RNG:
 		cfg->rng = true;
 		return 0;
+	case OPT_DISK:
+		if (cfg->nr_disks >= VM_MAX_DISKS)
+			return errbuf_set(err, -EINVAL, "at most %u --disk options", VM_MAX_DISKS);
+		if (cli_parse_disk(arg, &cfg->disks[cfg->nr_disks], err))
+			return -EINVAL;
+		cfg->nr_disks++;
+		return 0;
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
+}
+
+int cli_parse_disk(const char *arg, struct vm_disk *d, struct errbuf *err)
+{
+	bool seen_path = false, seen_ro = false;
+
+	*d = (struct vm_disk){ .readonly = false };
+	/* A comma-separated key=value list: a path holds no comma here. */
+	for (const char *kv = arg; kv;) {
+		const char *end = strchr(kv, ','), *eq = strchr(kv, '=');
+		size_t len = end ? (size_t)(end - kv) : strlen(kv);
+		const char *val = eq && eq < kv + len ? eq + 1 : NULL;
+		size_t klen = val ? (size_t)(eq - kv) : len, vlen = val ? len - klen - 1 : 0;
+
+		if (!val)
+			return errbuf_set(err, -EINVAL,
+					  "--disk: '%.*s' is not key=value (path=FILE[,readonly=on])",
+					  (int)(len < 80 ? len : 80), kv);
+		if (klen == 4 && !strncmp(kv, "path", 4)) {
+			if (seen_path)
+				return errbuf_set(err, -EINVAL, "--disk: path= is given twice");
+			if (!vlen)
+				return errbuf_set(err, -EINVAL, "--disk: path= needs a file");
+			if (vlen >= sizeof(d->path))
+				return errbuf_set(err, -EINVAL, "--disk: the path is longer than %zu bytes",
+						  sizeof(d->path) - 1);
+			memcpy(d->path, val, vlen);
+			d->path[vlen] = '\0';
+			seen_path = true;
+		} else if (klen == 8 && !strncmp(kv, "readonly", 8)) {
+			if (seen_ro)
+				return errbuf_set(err, -EINVAL, "--disk: readonly= is given twice");
+			if (!(vlen == 2 && !strncmp(val, "on", 2)) && !(vlen == 3 && !strncmp(val, "off", 3)))
+				return errbuf_set(err, -EINVAL,
+						  "--disk: readonly must be on or off (got '%.*s')",
+						  (int)(vlen < 80 ? vlen : 80), val);
+			d->readonly = vlen == 2;
+			seen_ro = true;
+		} else {
+			return errbuf_set(
+				err, -EINVAL,
+				"--disk: unknown key '%.*s' (keys: path, readonly; see perfvisor run --help)",
+				(int)(klen < 80 ? klen : 80), kv);
+		}
+		kv = end ? end + 1 : NULL;
+	}
+	if (!seen_path)
+		return errbuf_set(err, -EINVAL, "--disk needs path=FILE (e.g. --disk path=rootfs.ext4)");
+	return 0;
 }
 
 static const char *option_name(int opt)
@@ -286,7 +348,8 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 					  "option '%s' needs a value (see perfvisor run --help)",
 					  argv[optind - 1]);
 		/* The last of two values silently winning hides a mistake; --initrd is a list. */
-		if (opt != OPT_INITRD && opt < OPT_KERNEL + 32 && (given & (1u << (opt - OPT_KERNEL))))
+		if (opt != OPT_INITRD && opt != OPT_DISK && opt < OPT_KERNEL + 32 &&
+		    (given & (1u << (opt - OPT_KERNEL))))
 			return errbuf_set(err, -EINVAL, "--%s is given twice (see perfvisor run --help)",
 					  option_name(opt));
 		rc = parse_one(opt, optarg, cfg, err);
@@ -310,7 +373,8 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 				      { OPT_INITRD, "--initrd" },
 				      { OPT_CPUID_HIDE, "--cpuid-hide" },
 				      { OPT_PROFILE, "--profile" },
-				      { OPT_RNG, "--rng" } };
+				      { OPT_RNG, "--rng" },
+				      { OPT_DISK, "--disk" } };
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))

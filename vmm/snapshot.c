@@ -390,6 +390,17 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 	cfg->mem_size = s->mem_size;
 	cfg->pmu = s->pmu;
 	cfg->rng = snap_part_state(s, &virtio_rng_part, -1) != NULL; /* the machine had the device */
+	/* Its disks, in their order: the restore opens the same images (a missing one: a clear error). */
+	for (cfg->nr_disks = 0; cfg->nr_disks < VIRTIO_BLK_MAX_PARTS && cfg->nr_disks < VM_MAX_DISKS;
+	     cfg->nr_disks++) {
+		const struct virtio_blk_state *d = snap_part_state(s, &virtio_blk_parts[cfg->nr_disks], -1);
+
+		if (!d)
+			break;
+		memcpy(cfg->disks[cfg->nr_disks].path, d->path, d->path_len);
+		cfg->disks[cfg->nr_disks].path[d->path_len] = '\0';
+		cfg->disks[cfg->nr_disks].readonly = d->readonly;
+	}
 	cfg->cpuid_hide = s->cpuid_hide;
 	cfg->kernel = s->kernel;
 	cfg->cmdline = s->cmdline;

@@ -231,8 +231,14 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 				       err);
 	if (!rc)
 		rc = vm_virtio_create(&vm->virtio,
-				      &(struct vm_virtio_config){ vm->cfg.rng, vm->fd, &vm->mem, &vm->ctl,
-								  &vm->bus, cfg->verbose },
+				      &(struct vm_virtio_config){ .rng = vm->cfg.rng,
+								  .disks = vm->cfg.disks,
+								  .nr_disks = vm->cfg.nr_disks,
+								  .vm_fd = vm->fd,
+								  .mem = &vm->mem,
+								  .ctl = &vm->ctl,
+								  .bus = &vm->bus,
+								  .verbose = cfg->verbose },
 				      err);
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,

@@ -26,13 +26,15 @@
 
 #include "devices/devices.h"
 #include "seccomp.h"
+#include "vm_blk.h"
 
 struct vv_dev;
 
 struct vv_queue {
 	struct vv_dev *dev;
 	unsigned index;
-	int efd; /* KVM's ioeventfd for QueueNotify == index; also written by the MMIO fallback */
+	int efd;   /* KVM's ioeventfd for QueueNotify == index; also written by the MMIO fallback */
+	bool ring; /* not a queue: the disk's io_uring completions (efd: the ring's eventfd) */
 };
 
 struct vv_dev {
@@ -44,6 +46,9 @@ struct vv_dev {
 	int irqfd; /* -1: KVM_IRQ_LINE pulses instead */
 	bool ioeventfd;
 	struct vv_queue q[VIRTIO_MAX_QUEUES];
+	struct vm_blk *blk;	    /* a disk: its image and ring */
+	struct vv_queue ring;	    /* ... whose completions the I/O thread reaps */
+	const struct vm_disk *disk; /* ... as the command line (or the snapshot) gave it */
 };
 
 struct vm_virtio {
@@ -74,14 +79,22 @@ static const char *const counter_names[VM_VIRTIO_NR_STATS] = {
 _Static_assert(sizeof(struct virtio_counters) == VM_VIRTIO_NR_STATS * sizeof(uint64_t),
 	       "one statistics field per counter");
 
-unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max)
+unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_window *out, unsigned max)
 {
 	static const uint32_t gsis[] = VM_VIRTIO_GSIS;
+	static const char *const disk_names[] = {
+		"virtio-blk0", "virtio-blk1", "virtio-blk2", "virtio-blk3",
+		"virtio-blk4", "virtio-blk5", "virtio-blk6", "virtio-blk7"
+	};
 	const char *names[VM_VIRTIO_MAX];
 	unsigned n = 0;
 
-	if (rng)
+	_Static_assert(sizeof(gsis) / sizeof(gsis[0]) == VM_VIRTIO_MAX, "one GSI per device");
+	_Static_assert(sizeof(disk_names) / sizeof(disk_names[0]) == VM_MAX_DISKS, "one name per disk");
+	if (in->rng)
 		names[n++] = "virtio-rng";
+	for (unsigned i = 0; i < in->disks && i < VM_MAX_DISKS && n < VM_VIRTIO_MAX; i++)
+		names[n++] = disk_names[i];
 	for (unsigned i = 0; i < n && i < max; i++)
 		out[i] = (struct vm_virtio_window){
 			names[i],	  "LNRO0005", i,   VM_VIRTIO_BASE + i * VIRTIO_MMIO_SIZE,
@@ -161,11 +174,25 @@ static int make_device(struct vm_virtio *vv, const struct vm_virtio_window *w, s
 		.pulse_irq = host_pulse_irq,
 		.notify_queue = host_notify_queue,
 	};
-	rc = virtio_rng_create(&d->dev, &d->host);
+	if (!strncmp(w->name, "virtio-blk", 10)) {
+		unsigned k = (unsigned)(w->name[10] - '0');
+		struct virtio_blk_params p;
+
+		d->disk = &vv->cfg.disks[k];
+		d->ring = (struct vv_queue){ d, 0, -1, true };
+		rc = vm_blk_open(&d->blk, d->disk->path, d->disk->readonly, vv->cfg.verbose, err);
+		if (rc)
+			return rc;
+		vm_blk_params(d->blk, &p);
+		rc = virtio_blk_create(&d->dev, &p, &d->host);
+		d->part = &virtio_blk_parts[k];
+	} else {
+		rc = virtio_rng_create(&d->dev, &d->host);
+		d->part = &virtio_rng_part;
+	}
+	vv->n++; /* destroyed with the others, also when it failed */
 	if (rc)
 		return errbuf_set(err, rc, "%s: %s", w->name, strerror(-rc));
-	d->part = &virtio_rng_part;
-	vv->n++;
 	return bus_register(vv->cfg.bus, BUS_MMIO, w->base, w->len, mmio_access, d, w->name, err);
 }
 
@@ -198,6 +225,13 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 		if (epoll_ctl(vv->epfd, EPOLL_CTL_ADD, q->efd, &ev) < 0)
 			return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
 	}
+	if (d->blk) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &d->ring };
+
+		d->ring.efd = vm_blk_eventfd(d->blk);
+		if (epoll_ctl(vv->epfd, EPOLL_CTL_ADD, d->ring.efd, &ev) < 0)
+			return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
+	}
 	d->irqfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->irqfd < 0)
 		return errbuf_set(err, -errno, "%s: eventfd: %s", d->win.name, strerror(errno));
@@ -217,7 +251,7 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 int vm_virtio_create(struct vm_virtio **out, const struct vm_virtio_config *cfg, struct errbuf *err)
 {
 	struct vm_virtio_window w[VM_VIRTIO_MAX];
-	unsigned n = vm_virtio_plan(cfg->rng, w, VM_VIRTIO_MAX);
+	unsigned n = vm_virtio_plan(&(struct vm_virtio_plan_in){ cfg->rng, cfg->nr_disks }, w, VM_VIRTIO_MAX);
 	struct vm_virtio *vv;
 	int rc = 0;
 
@@ -256,13 +290,57 @@ unsigned vm_virtio_windows(const struct vm_virtio *vv, struct vm_virtio_window *
 
 /* ---- snapshot parts --------------------------------------------------------------------- */
 
+/* Take the disk's completions and answer them. io_lock held. wait_ms: for the first one (a drain). */
+static unsigned reap(struct vv_dev *d, int wait_ms)
+{
+	uint64_t tags[64];
+	int64_t res[64];
+	unsigned n, left = 0;
+
+	do {
+		n = vm_blk_reap(d->blk, tags, res, 64, wait_ms, &left);
+		if (n)
+			virtio_mmio_complete(d->dev, tags, res, n);
+		wait_ms = 0;
+	} while (n == 64);
+	return left;
+}
+
+/*
+ * Before a disk's state is saved, its requests in flight complete: no
+ * new chain is taken (the VM is paused, io_lock held), and the ring's
+ * completions are waited for and answered, so the saved rings and guest
+ * memory hold every answer (docs/snapshot.md). Bounded: 30 s.
+ */
+static void drain(struct vv_dev *d)
+{
+	unsigned left = 1;
+
+	for (int tries = 0; left && tries < 300; tries++)
+		left = reap(d, 100);
+	if (left)
+		vm_log("%s: %u requests still at the disk after 30 s: the snapshot may miss their answers",
+		       d->win.name, left);
+}
+
 /* The VM is paused: no register access comes; io_lock keeps the I/O thread off until it resumes. */
 static void part_save(void *obj, void *state)
 {
 	struct vv_dev *d = obj;
 
 	pthread_mutex_lock(&d->owner->io_lock);
+	if (d->blk)
+		drain(d);
 	virtio_mmio_save(d->dev, state);
+	if (d->blk) {
+		struct virtio_blk_state *st = state;
+		const char *path = vm_blk_path(d->blk);
+		size_t len = strlen(path) < sizeof(st->path) ? strlen(path) : sizeof(st->path);
+
+		memcpy(st->path, path, len);
+		st->path_len = (uint16_t)len;
+		st->readonly = d->disk->readonly;
+	}
 	pthread_mutex_unlock(&d->owner->io_lock);
 }
 
@@ -305,8 +383,12 @@ static void serve(struct vm_virtio *vv, struct vv_queue *q)
 		nanosleep(&ms, NULL);
 		pthread_mutex_lock(&vv->io_lock);
 	}
-	if (!vmctl_stopping(vv->cfg.ctl))
+	if (!vmctl_stopping(vv->cfg.ctl) && q->ring)
+		reap(q->dev, 0);
+	else if (!vmctl_stopping(vv->cfg.ctl))
 		virtio_mmio_serve(q->dev->dev, q->index);
+	if (q->dev->blk)
+		vm_blk_kick(q->dev->blk); /* the requests just taken, in one system call */
 	pthread_mutex_unlock(&vv->io_lock);
 }
 
@@ -439,6 +521,7 @@ void vm_virtio_destroy(struct vm_virtio *vv)
 		for (unsigned k = 0; k < VIRTIO_MAX_QUEUES; k++)
 			if (d->q[k].efd >= 0)
 				close(d->q[k].efd);
+		vm_blk_destroy(d->blk); /* waits for what is at the disk: it may write guest RAM */
 		if (d->irqfd >= 0)
 			close(d->irqfd);
 		virtio_mmio_destroy(d->dev);

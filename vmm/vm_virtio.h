@@ -17,10 +17,11 @@
 #include "vmm.h"
 
 #define VM_VIRTIO_BASE 0xd0000000ULL /* the first device's window; the next ones follow, 4 KiB each */
-#define VM_VIRTIO_MAX 5		     /* devices at most: one GSI each from VM_VIRTIO_GSIS */
-#define VM_VIRTIO_GSIS          \
-	{                       \
-		5, 6, 7, 10, 11 \
+#define VM_VIRTIO_MAX 13	     /* devices at most: one GSI each from VM_VIRTIO_GSIS */
+/* IOAPIC pins: the ISA ones the machine leaves free (4 is the UART's, 8 and 9 the RTC's and SCI's), then 16-23. */
+#define VM_VIRTIO_GSIS                                          \
+	{                                                       \
+		5, 6, 7, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23 \
 	}
 
 /*
@@ -37,17 +38,26 @@ struct vm_virtio_window {
 	bool edge; /* always: the irqfd pulses the line */
 };
 
+/* The virtio devices a configuration asks for. */
+struct vm_virtio_plan_in {
+	bool rng;	/* --rng */
+	unsigned disks; /* --disk options (at most VM_MAX_DISKS) */
+};
+
 /*
- * The windows the devices of a configuration get (rng: --rng), in order,
+ * The windows the devices of a configuration get, in order (virtio-rng,
+ * then the disks virtio-blk0, virtio-blk1, ... in command-line order),
  * before any is made (a firmware table built first can list them): copies
  * at most max into out, returns how many. Pure.
  */
-unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max);
+unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_window *out, unsigned max);
 
 struct vm_virtio;
 
 struct vm_virtio_config {
 	bool rng;
+	const struct vm_disk *disks; /* --disk, in order */
+	unsigned nr_disks;
 	int vm_fd; /* KVM_IOEVENTFD, KVM_IRQFD */
 	struct gmem *mem;
 	struct vmctl *ctl;

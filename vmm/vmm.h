@@ -41,6 +41,14 @@ enum console_kind {
 	CONSOLE_NONE
 };
 
+#define VM_MAX_DISKS 8 /* --disk options at most: /dev/vda to /dev/vdh */
+
+/* One --disk path=FILE[,readonly=on]. */
+struct vm_disk {
+	char path[4096]; /* PATH_MAX */
+	bool readonly;
+};
+
 struct vm_config {
 	const char *kernel;
 	unsigned nr_cpus;
@@ -65,6 +73,8 @@ struct vm_config {
 	const char *profile_output; /* --profile-output DIR, NULL = perfvisor-profile.PID */
 	const char *symbols;	    /* --symbols FILE, NULL = the kernel's own symbol table */
 	bool rng;		    /* --rng: a virtio-rng device (a restore: the snapshot has one) */
+	struct vm_disk disks[VM_MAX_DISKS]; /* --disk, in command-line order (a restore: the snapshot's) */
+	unsigned nr_disks;
 };
 
 #define VM_DEFAULT_CPUS 1U
@@ -75,6 +85,11 @@ struct vm_config {
  * was printed to `out`, or -EINVAL with one clear line in err.
  */
 int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out);
+/*
+ * One --disk value, "path=FILE[,readonly=on|off]", into d. 0 or -EINVAL
+ * with one line. Pure.
+ */
+int cli_parse_disk(const char *arg, struct vm_disk *d, struct errbuf *err);
 /* Usage text of `perfvisor run`. */
 extern const char cli_run_usage[];
 

@@ -451,3 +451,45 @@ Test(cli, rng)
 	expect_bad("--rng is given twice", "--kernel", "k", "--rng", "--rng");
 	expect_bad("--rng cannot be combined with --restore", "--restore", "s", "--rng");
 }
+
+Test(cli, disk)
+{
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_disks, 0, "no disk unless asked for");
+	cr_assert_eq(PARSE("--kernel", "k", "--disk", "path=a.img", "--disk", "path=/x/b.img,readonly=on",
+			   "--disk", "readonly=off,path=c"),
+		     0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_disks, 3);
+	cr_assert_str_eq(cfg.disks[0].path, "a.img");
+	cr_assert_not(cfg.disks[0].readonly);
+	cr_assert_str_eq(cfg.disks[1].path, "/x/b.img", "in command-line order");
+	cr_assert(cfg.disks[1].readonly);
+	cr_assert_str_eq(cfg.disks[2].path, "c");
+	cr_assert_not(cfg.disks[2].readonly);
+	cr_assert_eq(PARSE("--kernel", "k", "--disk", "path=1", "--disk", "path=2", "--disk", "path=3",
+			   "--disk", "path=4", "--disk", "path=5", "--disk", "path=6", "--disk", "path=7",
+			   "--disk", "path=8"),
+		     0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_disks, 8);
+}
+
+Test(cli, disk_bad)
+{
+	expect_bad("--disk needs path=FILE", "--kernel", "k", "--disk", "readonly=on");
+	expect_bad("--disk: unknown key 'size'", "--kernel", "k", "--disk", "path=a,size=1G");
+	expect_bad("--disk: readonly must be on or off (got 'yes')", "--kernel", "k", "--disk",
+		   "path=a,readonly=yes");
+	expect_bad("--disk: readonly must be on or off (got '')", "--kernel", "k", "--disk",
+		   "path=a,readonly=");
+	expect_bad("--disk: 'a.img' is not key=value", "--kernel", "k", "--disk", "a.img");
+	expect_bad("--disk: path= needs a file", "--kernel", "k", "--disk", "path=");
+	expect_bad("--disk: path= is given twice", "--kernel", "k", "--disk", "path=a,path=b");
+	expect_bad("--disk: readonly= is given twice", "--kernel", "k", "--disk",
+		   "path=a,readonly=on,readonly=off");
+	expect_bad("--disk: '' is not key=value", "--kernel", "k", "--disk", "path=a,");
+	expect_bad("at most 8 --disk options", "--kernel", "k", "--disk", "path=1", "--disk", "path=2",
+		   "--disk", "path=3", "--disk", "path=4", "--disk", "path=5", "--disk", "path=6", "--disk",
+		   "path=7", "--disk", "path=8", "--disk", "path=9");
+	expect_bad("--disk cannot be combined with --restore", "--restore", "s", "--disk", "path=a");
+	expect_bad("option '--disk' needs a value", "--kernel", "k", "--disk");
+}
