@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: the split virtqueue walker (devices/virtqueue.c) and
- * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng behind
- * it), driven as a hostile guest drives them. The input fills a 64 KiB
+ * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng or
+ * virtio-blk behind it: devices/virtio_blk.c's request parser, with a
+ * fake engine that checks every iovec and completes when the program
+ * says), driven as a hostile guest drives them. The input fills a 64 KiB
  * guest RAM and either sets up one queue anywhere in it (walker mode) or
  * is a program of register accesses and queue services (transport mode).
  * Every buffer handed out must lie inside RAM, and every walk must end.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "devices/virtio_internal.h"
 
@@ -79,14 +83,54 @@ static void walker(const uint8_t *d, size_t size)
 	}
 }
 
-static void transport(const uint8_t *d, size_t size)
+/* The fake block engine: operations wait here until the program completes them. */
+static uint64_t tags[512];
+static int64_t results[512];
+static unsigned npending;
+
+static int fake_submit(void *opaque, const struct blk_io *io)
+{
+	uint64_t total = 0;
+
+	(void)opaque;
+	if (npending == 512)
+		return -EBUSY;
+	for (unsigned i = 0; i < io->niov; i++) {
+		const uint8_t *p = io->iov[i].iov_base;
+
+		if (p < ram || p + io->iov[i].iov_len > ram + RAM)
+			abort(); /* the engine would read or write outside guest RAM */
+		total += io->iov[i].iov_len;
+	}
+	if ((io->op == BLK_OP_READ || io->op == BLK_OP_WRITE) &&
+	    (total != io->len || io->off + io->len > 128 * 512))
+		abort(); /* beyond the disk, or not what the request said */
+	tags[npending] = io->tag;
+	results[npending++] = (int64_t)io->len;
+	return 0;
+}
+
+static void complete_all(struct virtio_mmio *v, uint8_t how)
+{
+	for (unsigned i = 0; i < npending; i++)
+		results[i] = how & 1 ? -5 : how & 2 ? results[i] / 2 : results[i];
+	virtio_mmio_complete(v, tags, results, npending);
+	npending = 0;
+}
+
+static void transport(const uint8_t *d, size_t size, bool blk)
 {
 	size_t img = size < 4096 ? size : 4096;
 	struct virtio_mmio *v;
 	struct virtio_mmio_state st;
+	struct virtio_blk_params p = {
+		.sectors = 128, .discard = true, .write_zeroes = true, .engine = { NULL, fake_submit }
+	};
 
 	memcpy(ram, d, img);
-	if (virtio_rng_create(&v, &host))
+	npending = 0;
+	p.readonly = img && (d[0] & 1);
+	if (blk ? virtio_blk_create(&v, &p, &host) : virtio_rng_create(&v, &host))
 		abort();
 	for (size_t at = img; at + 6 <= size; at += 6) {
 		const uint8_t *s = d + at;
@@ -102,7 +146,10 @@ static void transport(const uint8_t *d, size_t size)
 			virtio_mmio_io(v, &io);
 			break;
 		case 2:
-			virtio_mmio_serve(v, s[0] >> 7);
+			if (blk && (s[0] & 0x40))
+				complete_all(v, s[2]);
+			else
+				virtio_mmio_serve(v, s[0] >> 7);
 			break;
 		default:
 			virtio_mmio_save(v, &st);
@@ -111,6 +158,8 @@ static void transport(const uint8_t *d, size_t size)
 			break;
 		}
 	}
+	if (blk)
+		complete_all(v, 0); /* what is in flight completes before the device goes */
 	virtio_mmio_destroy(v);
 }
 
@@ -122,6 +171,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		walker(data + 1, size - 1);
 	else
-		transport(data + 1, size - 1);
+		transport(data + 1, size - 1, data[0] & 2);
 	return 0;
 }

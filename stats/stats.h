@@ -33,7 +33,7 @@ struct sb_entry {
 	uint8_t *base;
 };
 
-#define STATS_MAX_FIELDS 256U
+#define STATS_MAX_FIELDS 512U
 
 /*
  * Create an empty region for up to max_vcpus vCPU entries. Fields are then

@@ -167,7 +167,7 @@ static int create_stats(struct vm *vm, struct errbuf *err)
 		return errbuf_set(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fds[i] = vm->vcpus[i].fd;
-	vm_virtio_stats_fields(vm->virtio, &virtio.names, &virtio.bytes, &virtio.n);
+	vm_virtio_stats_fields(vm->virtio, &virtio.names, &virtio.bytes, &virtio.peak, &virtio.n);
 	rc = vm_stats_create(&vm->stats,
 			     &(struct vm_stats_config){ vm->nr_vcpus, vm->cfg.name, &vm->bus, fds,
 							vm->mem.size, vm->host, virtio },

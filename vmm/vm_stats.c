@@ -134,7 +134,8 @@ static int declare_extra(struct vm_stats *s, const struct vm_stats_extra *x, str
 	if (x->n > VM_STATS_MAX_EXTRA)
 		return errbuf_set(err, -ENOSPC, "stats: too many device fields");
 	for (unsigned i = 0; i < x->n; i++) {
-		int rc = sb_declare(s->region, PV_STATS_RECORD_VM, x->names[i], CUM,
+		int rc = sb_declare(s->region, PV_STATS_RECORD_VM, x->names[i],
+				    x->peak && x->peak[i] ? PV_STATS_PEAK : CUM,
 				    x->bytes[i] ? PV_STATS_UNIT_BYTES : NONE, 0, &s->sf.extra[i], err);
 
 		if (rc)

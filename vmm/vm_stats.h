@@ -21,7 +21,7 @@
 #include "stats/stats.h"
 
 #define VM_STATS_MAX_IO_RANGES 16
-#define VM_STATS_MAX_EXTRA 64
+#define VM_STATS_MAX_EXTRA 256
 
 /*
  * Cumulative fields of the VM record that another component keeps (the
@@ -32,6 +32,7 @@ struct vm_stats_extra {
 	unsigned n;
 	const char *const *names;
 	const uint8_t *bytes; /* n flags: 1 for a byte count, 0 for a count */
+	const uint8_t *peak;  /* n flags: 1 for a peak (PV_STATS_PEAK), 0 cumulative; NULL: all cumulative */
 	void (*read)(void *ctx, uint64_t *values);
 	void *ctx;
 };

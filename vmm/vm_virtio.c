@@ -67,9 +67,10 @@ struct vm_virtio {
 	struct errbuf start_err;
 	enum seccomp_mode mode;
 	/* the statistics fields' names: virtio.<dev>.<counter> */
-	char stat_name[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS][48];
-	const char *stat_names[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
-	uint8_t stat_bytes[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
+	char stat_name[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)][48];
+	const char *stat_names[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)];
+	uint8_t stat_bytes[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)];
+	uint8_t stat_peak[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)];
 };
 
 /* struct virtio_counters' fields, in order, as statistics field names. */
@@ -78,6 +79,28 @@ static const char *const counter_names[VM_VIRTIO_NR_STATS] = {
 };
 _Static_assert(sizeof(struct virtio_counters) == VM_VIRTIO_NR_STATS * sizeof(uint64_t),
 	       "one statistics field per counter");
+
+/* A disk's own (struct virtio_blk_counters but the instant in-flight count and "other"). */
+static const char *const blk_counter_names[VM_VIRTIO_NR_BLK_STATS] = {
+	"reads",	 "writes",	 "flushes",    "bytes_read",  "bytes_written", "errors",
+	"inflight_peak", "lat_lt_100us", "lat_lt_1ms", "lat_lt_10ms", "lat_ge_10ms",
+};
+
+static void blk_stats(struct virtio_mmio *v, uint64_t *out)
+{
+	struct virtio_blk_counters c = { 0 };
+
+	virtio_blk_get_counters(v, &c);
+	out[0] = c.reads;
+	out[1] = c.writes;
+	out[2] = c.flushes;
+	out[3] = c.bytes_read;
+	out[4] = c.bytes_written;
+	out[5] = c.errors;
+	out[6] = c.inflight_peak;
+	for (unsigned k = 0; k < VIRTIO_BLK_LAT_BUCKETS; k++)
+		out[7 + k] = c.lat[k];
+}
 
 unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_window *out, unsigned max)
 {
@@ -464,20 +487,26 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
 }
 
 void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
-			    unsigned *n)
+			    const uint8_t **peak, unsigned *n)
 {
 	*n = 0;
 	*names = vv ? vv->stat_names : NULL;
 	*bytes = vv ? vv->stat_bytes : NULL;
+	*peak = vv ? vv->stat_peak : NULL;
 	for (unsigned i = 0; vv && i < vv->n; i++) {
-		/* "virtio-rng" gives "virtio.rng.requests" */
+		/* "virtio-rng" gives "virtio.rng.requests", "virtio-blk0" "virtio.blk0.reads" */
 		const char *dev = strchr(vv->dev[i].win.name, '-');
+		unsigned nb = vv->dev[i].blk ? VM_VIRTIO_NR_BLK_STATS : 0;
 
-		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS; k++, (*n)++) {
-			snprintf(vv->stat_name[*n], sizeof(vv->stat_name[*n]), "virtio.%s.%s",
-				 dev ? dev + 1 : vv->dev[i].win.name, counter_names[k]);
+		dev = dev ? dev + 1 : vv->dev[i].win.name;
+		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS + nb; k++, (*n)++) {
+			bool own = k >= VM_VIRTIO_NR_STATS;
+			const char *what = own ? blk_counter_names[k - VM_VIRTIO_NR_STATS] : counter_names[k];
+
+			snprintf(vv->stat_name[*n], sizeof(vv->stat_name[*n]), "virtio.%s.%s", dev, what);
 			vv->stat_names[*n] = vv->stat_name[*n];
-			vv->stat_bytes[*n] = k == 1; /* "bytes" */
+			vv->stat_bytes[*n] = own ? strstr(what, "bytes_") != NULL : k == 1; /* "bytes" */
+			vv->stat_peak[*n] = own && !strcmp(what, "inflight_peak");
 		}
 	}
 }
@@ -486,9 +515,14 @@ void vm_virtio_stats_read(void *ctx, uint64_t *values)
 {
 	const struct vm_virtio *vv = ctx;
 
-	for (unsigned i = 0; i < vv->n; i++)
-		virtio_mmio_get_counters(vv->dev[i].dev,
-					 (struct virtio_counters *)(values + i * VM_VIRTIO_NR_STATS));
+	for (unsigned i = 0; i < vv->n; i++) {
+		virtio_mmio_get_counters(vv->dev[i].dev, (struct virtio_counters *)values);
+		values += VM_VIRTIO_NR_STATS;
+		if (vv->dev[i].blk) {
+			blk_stats(vv->dev[i].dev, values);
+			values += VM_VIRTIO_NR_BLK_STATS;
+		}
+	}
 }
 
 void vm_virtio_log(const struct vm_virtio *vv)
@@ -502,6 +536,17 @@ void vm_virtio_log(const struct vm_virtio *vv)
 		       " bad accesses",
 		       vv->dev[i].win.name, c.requests, c.bytes, c.notifies, c.interrupts, c.dropped,
 		       c.needs_reset, c.bad_accesses);
+		if (vv->dev[i].blk) {
+			uint64_t b[VM_VIRTIO_NR_BLK_STATS];
+
+			blk_stats(vv->dev[i].dev, b);
+			vm_log("%s: %" PRIu64 " reads, %" PRIu64 " writes, %" PRIu64 " flushes, %" PRIu64
+			       " bytes read, %" PRIu64 " bytes written, %" PRIu64 " errors, %" PRIu64
+			       " in flight at most; latency <100us %" PRIu64 ", <1ms %" PRIu64
+			       ", <10ms %" PRIu64 ", >=10ms %" PRIu64,
+			       vv->dev[i].win.name, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
+			       b[9], b[10]);
+		}
 	}
 }
 

@@ -81,14 +81,15 @@ int vm_virtio_add_parts(struct vm_virtio *vv, struct vm_parts *l, struct errbuf 
  */
 int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf *err);
 /* Statistics fields per device, in the VM record (docs/stats-abi.md): virtio.<dev>.<counter>. */
-#define VM_VIRTIO_NR_STATS 7
+#define VM_VIRTIO_NR_STATS 7	  /* the transport's, every device */
+#define VM_VIRTIO_NR_BLK_STATS 11 /* a disk's own, after those */
 /*
- * The VM record's fields for the devices' counters: names (and whether
- * each counts bytes) for vm_stats_extra, n = devices * VM_VIRTIO_NR_STATS
- * (0 for NULL). Setup thread.
+ * The VM record's fields for the devices' counters: names (whether each
+ * counts bytes, whether it is a peak) for vm_stats_extra; n: how many (0
+ * for NULL). Setup thread.
  */
 void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
-			    unsigned *n);
+			    const uint8_t **peak, unsigned *n);
 /* Their current values, in that order (ctx: the struct vm_virtio). Any thread. */
 void vm_virtio_stats_read(void *ctx, uint64_t *values);
 /* --verbose: each device's counters. Main thread, after the vCPUs stopped. */
