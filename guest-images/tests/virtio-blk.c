@@ -27,12 +27,21 @@ struct hdr {
 	uint64_t sector;
 };
 
+/* One request's memory: the header, its data right after (an OUT's header and data are one buffer), a status byte. */
+struct req {
+	struct hdr h;
+	uint8_t data[4096 + 1]; /* an IN's data, then its status byte: one writable buffer */
+	uint8_t st;		/* the status byte of OUT, FLUSH and the others */
+};
+
 static struct vio_queue q;
 static struct vio_dev dev;
-static struct hdr hdrs[NREQ];
-static uint8_t data[NREQ][4096 + 1] __attribute__((aligned(4096))); /* data, then the status byte */
+static struct req reqs[NREQ] __attribute__((aligned(4096)));
+static uint8_t *stp[NREQ]; /* where request i's status byte is */
 static volatile uint32_t irqs;
 static uint16_t used_seen;
+
+#define data(i) (reqs[i].data)
 
 static bool on_irq(struct rt_regs *regs)
 {
@@ -43,26 +52,31 @@ static bool on_irq(struct rt_regs *regs)
 	return true;
 }
 
-/* Request i: a readable header, then one writable (IN, GET_ID) or readable (OUT) data buffer, then status. */
+/*
+ * Request i as descriptors 2i, 2i+1: IN and GET_ID: the header, then the
+ * data and the status byte in one writable buffer; OUT: the header and
+ * the data in one readable buffer, then the status byte.
+ */
 static void prepare(unsigned i, uint32_t type, uint64_t sector, uint32_t len)
 {
-	unsigned d = 3 * i;
+	unsigned d = 2 * i;
 	bool in = type == T_IN || type == T_GET_ID;
+	struct req *r = &reqs[i];
 
-	hdrs[i] = (struct hdr){ type, 0, sector };
-	data[i][4096] = 0xff;
+	r->h = (struct hdr){ type, 0, sector };
+	stp[i] = in ? &r->data[len] : &r->st;
+	*stp[i] = 0xff;
 	q.desc[d] =
-		(struct vio_desc){ (uintptr_t)&hdrs[i], 16, VIO_DESC_NEXT, (uint16_t)(len ? d + 1 : d + 2) };
-	q.desc[d + 1] = (struct vio_desc){ (uintptr_t)data[i], len, VIO_DESC_NEXT | (in ? VIO_DESC_WRITE : 0),
-					   (uint16_t)(d + 2) };
-	q.desc[d + 2] = (struct vio_desc){ (uintptr_t)&data[i][4096], 1, VIO_DESC_WRITE, 0 };
+		(struct vio_desc){ (uintptr_t)&r->h, 16 + (in ? 0 : len), VIO_DESC_NEXT, (uint16_t)(d + 1) };
+	q.desc[d + 1] = in ? (struct vio_desc){ (uintptr_t)r->data, len + 1, VIO_DESC_WRITE, 0 }
+			   : (struct vio_desc){ (uintptr_t)&r->st, 1, VIO_DESC_WRITE, 0 };
 }
 
 /* Make requests 0..n-1 available at once, one notification; wait for all. */
 static bool submit(unsigned n)
 {
 	for (unsigned i = 0; i < n; i++)
-		q.avail_ring[(dev.next_avail + i) % dev.num] = (uint16_t)(3 * i);
+		q.avail_ring[(dev.next_avail + i) % dev.num] = (uint16_t)(2 * i);
 	dev.next_avail = (uint16_t)(dev.next_avail + n);
 	__atomic_store_n(&q.avail_idx, dev.next_avail, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -73,7 +87,7 @@ static bool submit(unsigned n)
 
 static uint8_t status(unsigned i)
 {
-	return __atomic_load_n(&data[i][4096], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(stp[i], __ATOMIC_ACQUIRE);
 }
 
 static void fmt_tag(char *out, const char *what, unsigned n)
@@ -118,9 +132,9 @@ static void read_pattern(void)
 	report(submit(NREQ), "8 reads in flight at once answered");
 	for (unsigned i = 0; i < NREQ; i++) {
 		fmt_tag(tag, "pv-sector-", i);
-		ok &= status(i) == 0 && !memcmp(data[i], tag, 15);
+		ok &= status(i) == 0 && !memcmp(data(i), tag, 15);
 		for (unsigned k = 15; k < 512; k++)
-			ok &= data[i][k] == 0;
+			ok &= data(i)[k] == 0;
 	}
 	report(ok, "sectors 0-7 hold the pattern the test wrote");
 }
@@ -132,9 +146,9 @@ static void write_flush_read(bool ro)
 
 	for (unsigned i = 0; i < NREQ; i++) {
 		prepare(i, T_OUT, 8 + i, 512);
-		memset(data[i], 0xa5, 512);
+		memset(data(i), 0xa5, 512);
 		fmt_tag(tag, "pv-written-", 8 + i);
-		memcpy(data[i], tag, 16);
+		memcpy(data(i), tag, 16);
 	}
 	report(submit(NREQ), "8 writes in flight at once answered");
 	for (unsigned i = 0; i < NREQ; i++)
@@ -144,14 +158,14 @@ static void write_flush_read(bool ro)
 	report(submit(1) && status(0) == 0, "flush: OK (status %u)", status(0));
 	for (unsigned i = 0; i < NREQ; i++) {
 		prepare(i, T_IN, 8 + i, 512);
-		memset(data[i], 0, 512);
+		memset(data(i), 0, 512);
 	}
 	report(submit(NREQ), "read back");
 	ok = true;
 	for (unsigned i = 0; i < NREQ; i++) {
 		fmt_tag(tag, ro ? "pv-sector-" : "pv-written-", 8 + i);
-		ok &= status(i) == 0 && !memcmp(data[i], tag, ro ? 15 : 16) &&
-		      data[i][511] == (ro ? 0 : 0xa5);
+		ok &= status(i) == 0 && !memcmp(data(i), tag, ro ? 15 : 16) &&
+		      data(i)[511] == (ro ? 0 : 0xa5);
 	}
 	report(ok, ro ? "sectors 8-15 unchanged" : "sectors 8-15 hold what was written");
 }
@@ -159,10 +173,10 @@ static void write_flush_read(bool ro)
 static void get_id_and_bad(uint64_t sectors)
 {
 	prepare(0, T_GET_ID, 0, 20);
-	memset(data[0], 0, 21);
+	memset(data(0), 0, 20);
 	report(submit(1) && status(0) == 0, "GET_ID: OK");
-	data[0][20] = 0;
-	printf("virtio-blk: id '%s'\n", (const char *)data[0]);
+	data(0)[20] = 0;
+	printf("virtio-blk: id '%s'\n", (const char *)data(0));
 	prepare(0, T_IN, sectors - 1, 1024);
 	prepare(1, T_IN, sectors, 512);
 	prepare(2, 77, 0, 0);
@@ -184,11 +198,9 @@ static void hostile(void)
 	/* a header in a writable buffer */
 	prepare(0, T_IN, 0, 512);
 	q.desc[0].flags |= VIO_DESC_WRITE;
-	q.desc[0].next = 2;
-	q.desc[0].flags |= VIO_DESC_NEXT;
 	/* a data buffer outside RAM */
 	prepare(1, T_IN, 0, 512);
-	q.desc[4].addr = 0x7f0000000000ULL;
+	q.desc[3].addr = 0x7f0000000000ULL;
 	/* sector * 512 overflows */
 	prepare(2, T_IN, 0x0080000000000001ULL, 512);
 	report(submit(3), "hostile requests answered");
@@ -199,7 +211,7 @@ static void hostile(void)
 	for (unsigned i = 0; i < NREQ; i++)
 		prepare(i, T_IN, 64 * i, 4096);
 	for (unsigned i = 0; i < NREQ; i++)
-		q.avail_ring[(dev.next_avail + i) % dev.num] = (uint16_t)(3 * i);
+		q.avail_ring[(dev.next_avail + i) % dev.num] = (uint16_t)(2 * i);
 	dev.next_avail = (uint16_t)(dev.next_avail + NREQ);
 	__atomic_store_n(&q.avail_idx, dev.next_avail, __ATOMIC_RELEASE);
 	vio_write(&dev, 0x050, 0);
@@ -218,18 +230,18 @@ static void loop(uint32_t rounds)
 	for (uint32_t r = 0; r < rounds && ok; r++) {
 		for (unsigned i = 0; i < NREQ; i++) {
 			prepare(i, T_OUT, 1024 + 64 * i, 4096);
-			memset(data[i], (int)(r * 8 + i), 4096);
+			memset(data(i), (int)(r * 8 + i), 4096);
 		}
 		ok &= submit(NREQ);
 		for (unsigned i = 0; i < NREQ; i++) {
 			ok &= status(i) == 0;
 			prepare(i, T_IN, 1024 + 64 * i, 4096);
-			memset(data[i], 0, 4096);
+			memset(data(i), 0, 4096);
 		}
 		ok &= submit(NREQ);
 		for (unsigned i = 0; i < NREQ; i++)
 			for (unsigned k = 0; k < 4096; k += 512)
-				ok &= status(i) == 0 && data[i][k] == (uint8_t)(r * 8 + i);
+				ok &= status(i) == 0 && data(i)[k] == (uint8_t)(r * 8 + i);
 		if (!ok)
 			printf("virtio-blk: round %u went wrong\n", r);
 	}
