@@ -11,7 +11,7 @@
 
 dd if=/dev/zero of="$T/s.img" bs=1M count=4 2>/dev/null
 cur=snap-virtio-blk; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-start_vm blk-a 300 run --kernel "$G/virtio-blk.elf" --disk path="$T/s.img" --cmdline "loop=400" \
+start_vm blk-a 300 run --kernel "$G/virtio-blk.elf" --disk path="$T/s.img" --cmdline "loop=2000" \
 	--api-socket "$T/b.sock" --timeout 280
 wait_sock "$T/b.sock" 20 || bad "no control socket"
 wait_for "$T/blk-a.out" 'virtio-blk: looping' || bad "the guest never started its rounds"
@@ -30,7 +30,7 @@ grep -i 'virtio' "$T/b.info" | sed 's/^/  /'
 done_test
 
 run snap-virtio-blk-restore 300 "$PV" run --restore "$T/b.snap" --verbose --timeout 280
-expect_status 0; expect_out '400 rounds of 8 writes and 8 reads, every byte right'
+expect_status 0; expect_out '2000 rounds of 8 writes and 8 reads, every byte right'
 expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_no_out 'went wrong'
 expect_err 'virtio-blk0: [0-9]* requests'
 expect_clean; done_test
