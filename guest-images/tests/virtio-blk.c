@@ -11,7 +11,7 @@
  * with requests in flight (the old used ring is not written after it).
  * pause_ms=M: print "virtio-blk: flushed", then wait M ms (the test kills
  * perfvisor there). loop=N: N rounds of 8 writes of 4 KiB and reads back
- * (a snapshot is taken meanwhile). Ring 0 only for the driver.
+ * (a snapshot is taken meanwhile), after the hostile cases with hostile. Ring 0 only for the driver.
  */
 #include "guest.h"
 
@@ -268,6 +268,10 @@ int main(const struct pv_bootinfo *bi)
 	rt_set_handler(VECTOR, on_irq);
 	vio_ioapic_route((uint32_t)cmdline_get_u64("gsi", VIO_GSI), VECTOR, smp_apic_id(0));
 	if (cmdline_has("loop")) {
+		if (cmdline_has("hostile")) {
+			hostile();
+			report(up(&sectors, &feat), "set up again after the reset");
+		}
 		loop((uint32_t)cmdline_get_u64("loop", 10));
 		return report_summary();
 	}

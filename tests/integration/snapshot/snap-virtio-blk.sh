@@ -33,6 +33,8 @@ run snap-virtio-blk-restore 300 "$PV" run --restore "$T/b.snap" --verbose --time
 expect_status 0; expect_out '2000 rounds of 8 writes and 8 reads, every byte right'
 expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_no_out 'went wrong'
 expect_err 'virtio-blk0: [0-9]* requests'
+expect_err 'virtio-blk0: [0-9]* reads, [0-9]* writes'
+grep 'virtio-blk0: [0-9]* re' "$T/$cur.err" | sed 's/^/  /'
 expect_clean; done_test
 
 mv "$T/s.img" "$T/gone.img"
