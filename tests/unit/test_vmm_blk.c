@@ -141,3 +141,39 @@ Test(vm_blk, readonly)
 	cr_assert_not(p.discard, "no probing on a read-only image");
 	vm_blk_destroy(b);
 }
+
+Test(vm_blk, ring_refuses_other_operations)
+{
+	struct vm_blk *b;
+	struct virtio_blk_params p;
+	struct blk_io bad = { (enum blk_op)99, NULL, 0, 0, 0, 1 };
+
+	cr_assert_eq(vm_blk_open(&b, img, false, false, &err), 0, "%s", err.msg);
+	vm_blk_params(b, &p);
+	cr_assert_eq(p.engine.submit(p.engine.opaque, &bad), -EINVAL, "the engine prepares only its five");
+	vm_blk_destroy(b);
+}
+
+Test(vm_blk, discard_through_the_ring)
+{
+	struct vm_blk *b;
+	struct virtio_blk_params p;
+	uint64_t tags[2];
+	int64_t res[2];
+	unsigned n = 0, left;
+
+	cr_assert_eq(vm_blk_open(&b, img, false, false, &err), 0, "%s", err.msg);
+	vm_blk_params(b, &p);
+	if (!p.discard) {
+		vm_blk_destroy(b);
+		cr_skip_test("this file system punches no holes");
+	}
+	cr_assert_eq(
+		p.engine.submit(p.engine.opaque, &(struct blk_io){ BLK_OP_DISCARD, NULL, 0, 0, 4096, 3 }), 0);
+	vm_blk_kick(b);
+	for (int k = 0; k < 50 && !n; k++)
+		n = vm_blk_reap(b, tags, res, 2, 100, &left);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(res[0], 0, "FALLOCATE is one of the ring's allowed operations (%ld)", (long)res[0]);
+	vm_blk_destroy(b);
+}
