@@ -225,6 +225,7 @@ static void hostile(void)
 static void loop(uint32_t rounds)
 {
 	bool ok = true;
+	uint64_t t0 = rdtsc(), us;
 
 	printf("virtio-blk: looping\n");
 	for (uint32_t r = 0; r < rounds && ok; r++) {
@@ -245,7 +246,11 @@ static void loop(uint32_t rounds)
 		if (!ok)
 			printf("virtio-blk: round %u went wrong\n", r);
 	}
+	us = tsc_to_us(rdtsc() - t0);
 	report(ok, "%u rounds of 8 writes and 8 reads, every byte right", rounds);
+	/* A snapshot in between makes this the time across it. */
+	printf("virtio-blk: %u requests of 4 KiB, 8 in flight, in %lu us: %lu requests/s\n", rounds * 16,
+	       (unsigned long)us, (unsigned long)(us ? rounds * 16ULL * 1000000 / us : 0));
 }
 
 int main(const struct pv_bootinfo *bi)

@@ -8,6 +8,7 @@
 # sector that overflows, a reset with requests in flight. SIGKILL right after the guest's flush
 # completed: the data is in the image. While a VM writes an image, a second VM cannot open it.
 # cases: virtio-blk virtio-blk-ro virtio-blk-second virtio-blk-hostile virtio-blk-kill virtio-blk-locked
+# cases: virtio-blk-rounds
 . "$(dirname "$0")/../lib.sh"
 
 # mkimage FILE: 64 pattern sectors ("pv-sector-NNNN\n", then zeros), 4 MiB in all.
@@ -85,4 +86,14 @@ cur=virtio-blk-kill; ok=$kill_ok
 stop_vm KILL
 [ "$st" -eq 137 ] || bad "perfvisor exited $st, not killed"
 sectors "$T/k.img" 8 8 | cmp -s - "$T/want" || bad "after SIGKILL the image lacks the flushed writes"
+done_test
+
+# Many requests: 200 rounds of 8 writes and 8 reads of 4 KiB, every byte checked; the rate it printed.
+dd if=/dev/zero of="$T/r.img" bs=1M count=4 2>/dev/null
+run virtio-blk-rounds 200 "$PV" run --kernel "$G/virtio-blk.elf" --disk path="$T/r.img" --cmdline loop=200 \
+	--verbose --timeout 180
+expect_status 0; expect_out '200 rounds of 8 writes and 8 reads, every byte right'
+expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_clean
+grep 'requests/s' "$T/$cur.out" | sed 's/^/  /'
+grep 'virtio-blk0: [0-9]* re' "$T/$cur.err" | sed 's/^/  /'
 done_test
