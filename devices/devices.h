@@ -138,6 +138,39 @@ bool i8042_state_valid(const struct i8042_state *st);
 /* -EINVAL, changing nothing, for a pending command the controller never waits on. */
 int i8042_restore(struct i8042 *k, const struct i8042_state *st);
 
+/* ---- CMOS RTC and CMOS RAM (MC146818-compatible; devices/rtc.c) --------- */
+#define RTC_INDEX_PORT 0x70 /* write: the register index (bit 7: NMI mask, kept, not acted on) */
+#define RTC_DATA_PORT 0x71  /* the indexed register */
+#define RTC_CMOS_SIZE 128   /* registers and RAM bytes */
+
+struct rtc;
+
+/* A wall clock: nanoseconds since the epoch (the host's CLOCK_REALTIME unless a test sets one). */
+typedef int64_t (*rtc_clock_fn)(void *opaque);
+
+/* Create an RTC showing the host's time (UTC). 0 or -ENOMEM. `host` is unused (no IRQ 8). */
+int rtc_create(struct rtc **out, const struct dev_host *host);
+void rtc_destroy(struct rtc *r);
+/* Use `fn` as the host clock (NULL: CLOCK_REALTIME again). For tests. */
+void rtc_set_clock(struct rtc *r, rtc_clock_fn fn, void *opaque);
+/* port is RTC_INDEX_PORT or RTC_DATA_PORT. Thread-safe (internal lock). */
+uint8_t rtc_read(struct rtc *r, uint16_t port);
+void rtc_write(struct rtc *r, uint16_t port, uint8_t value);
+
+/* The RTC's state, for snapshots: the restored guest time is the host clock + offset. */
+struct rtc_state {
+	uint64_t offset;	     /* guest seconds - host seconds, two's complement */
+	uint8_t index;		     /* the index register, NMI-mask bit included */
+	uint16_t cmos_len;	     /* RTC_CMOS_SIZE */
+	uint8_t cmos[RTC_CMOS_SIZE]; /* registers and RAM; the time registers count only while SET */
+};
+
+void rtc_save(struct rtc *r, struct rtc_state *st);
+/* Could an RTC be in this state (128 bytes, an offset within +-10000 years)? Pure. */
+bool rtc_state_valid(const struct rtc_state *st);
+/* -EINVAL, changing nothing, for a state no RTC could be in. Any thread. */
+int rtc_restore(struct rtc *r, const struct rtc_state *st);
+
 /* ---- declaring a device: one table entry each (devices/table.c) ----------- */
 /* What the VM tells a device when it makes it. */
 struct dev_config {
@@ -188,7 +221,7 @@ struct dev_desc {
 };
 
 /* The devices other code names (the main loop feeds the UART; tests look at their parts). */
-extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg;
+extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg, dev_rtc;
 
 /* Every device of the machine, in the order the VM makes them (devices/table.c). */
 extern const struct dev_desc *const dev_table[];

@@ -15,6 +15,7 @@
 	X(debugexit) \
 	X(i8042) \
 	X(fwcfg) \
+	X(rtc) \
 	/* the end of the list */
 /* clang-format on */
 
