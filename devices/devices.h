@@ -171,6 +171,44 @@ bool rtc_state_valid(const struct rtc_state *st);
 /* -EINVAL, changing nothing, for a state no RTC could be in. Any thread. */
 int rtc_restore(struct rtc *r, const struct rtc_state *st);
 
+/* ---- System Control Port A (0x92; devices/port92.c) --------------------- */
+struct port92;
+
+int port92_create(struct port92 **out, const struct dev_host *host);
+void port92_destroy(struct port92 *p);
+/* Bit 1 (A20) reads back; a write with bit 0 set stops the VM with status 0 (fast reset). */
+uint8_t port92_read(struct port92 *p);
+void port92_write(struct port92 *p, uint8_t value);
+
+struct port92_state {
+	uint8_t value; /* bit 1, A20 */
+};
+
+/* ---- ACPI PM1a blocks, PM timer, reset register (devices/acpipm.c) ------- */
+/* Ports: PV_LB_ACPI_* in include/perfvisor/legacy_boot.h (the FADT announces them). */
+struct acpipm;
+
+int acpipm_create(struct acpipm **out, const struct dev_host *host);
+void acpipm_destroy(struct acpipm *p);
+/*
+ * An access of `len` bytes at `offset` in the block, byte by byte (any
+ * width works). Writing SLP_EN with SLP_TYP 5 (\_S5) stops the VM with
+ * status 0, as does PV_LB_ACPI_RESET_VALUE at the reset register. Thread-safe.
+ */
+void acpipm_access(struct acpipm *p, unsigned offset, uint8_t *data, unsigned len, bool is_write);
+/* The PM timer: 3.579545 MHz from the host's monotonic clock, 24 bits. */
+uint32_t acpipm_timer(struct acpipm *p);
+
+struct acpipm_state {
+	uint16_t sts, en; /* PM1 status and enable */
+	uint16_t cnt;	  /* PM1 control: SCI_EN (always set), BM_RLD, SLP_TYP */
+};
+
+void acpipm_save(struct acpipm *p, struct acpipm_state *st);
+/* Does PM1 control hold only bits it keeps, SCI_EN among them? Pure. */
+bool acpipm_state_valid(const struct acpipm_state *st);
+int acpipm_restore(struct acpipm *p, const struct acpipm_state *st);
+
 /* ---- declaring a device: one table entry each (devices/table.c) ----------- */
 /* What the VM tells a device when it makes it. */
 struct dev_config {
@@ -221,7 +259,8 @@ struct dev_desc {
 };
 
 /* The devices other code names (the main loop feeds the UART; tests look at their parts). */
-extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg, dev_rtc;
+extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg, dev_rtc,
+	dev_port92, dev_acpipm, dev_nopci;
 
 /* Every device of the machine, in the order the VM makes them (devices/table.c). */
 extern const struct dev_desc *const dev_table[];

@@ -16,6 +16,9 @@
 	X(i8042) \
 	X(fwcfg) \
 	X(rtc) \
+	X(port92) \
+	X(acpipm) \
+	X(nopci) \
 	/* the end of the list */
 /* clang-format on */
 
