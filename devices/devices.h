@@ -225,7 +225,7 @@ struct dev_io {
 	uint8_t *data; /* in for writes, out for reads */
 };
 
-#define DEV_MAX_RANGES 2
+#define DEV_MAX_RANGES 8
 
 struct dev_range {
 	uint64_t base, len;
@@ -260,7 +260,7 @@ struct dev_desc {
 
 /* The devices other code names (the main loop feeds the UART; tests look at their parts). */
 extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg, dev_rtc,
-	dev_port92, dev_acpipm, dev_nopci;
+	dev_port92, dev_acpipm, dev_absent;
 
 /* Every device of the machine, in the order the VM makes them (devices/table.c). */
 extern const struct dev_desc *const dev_table[];

@@ -18,7 +18,7 @@
 	X(rtc) \
 	X(port92) \
 	X(acpipm) \
-	X(nopci) \
+	X(absent) \
 	/* the end of the list */
 /* clang-format on */
 

@@ -2,8 +2,8 @@
 /*
  * Unit tests for the small PC devices a stock Linux uses: System Control
  * Port A (0x92), the ACPI PM block (PM1 status/enable/control, PM timer,
- * reset register) and the PCI configuration ports of a machine without
- * PCI, with a fake host recording stop requests and log lines.
+ * reset register) and the legacy hardware the machine answers for as
+ * absent, with a fake host recording stop requests and log lines.
  */
 #include "devices/devices.h"
 
@@ -204,21 +204,30 @@ Test(acpipm, state)
 	cr_assert_eq(pm_in(PV_LB_ACPI_PM1_EVT + 2, 2), 0x20);
 }
 
-/* ---- no PCI -------------------------------------------------------------------- */
+/* ---- absent legacy hardware ---------------------------------------------------- */
 
-Test(nopci, config_ports_read_all_ones)
+Test(absent, ports_read_all_ones)
 {
 	uint8_t d[4] = { 0 };
 	struct dev_io io = { .addr = 0xcf8, .len = 4, .is_write = true, .data = d };
 	void *dev;
 
-	cr_assert_eq(dev_nopci.pio[0].base, 0xcf8);
-	cr_assert_eq(dev_nopci.pio[0].len, 8);
-	cr_assert_eq(dev_nopci.create(&dev, NULL, &(struct dev_config){ 1, 1 << 20 }), 0);
+	cr_assert_eq(dev_absent.nr_pio, 7);
+	cr_assert_eq(dev_absent.pio[0].base, 0xcf8);
+	cr_assert_eq(dev_absent.pio[0].len, 8);
+	cr_assert_eq(dev_absent.create(&dev, NULL, &(struct dev_config){ 1, 1 << 20 }), 0);
 	d[3] = 0x80;
-	cr_assert_eq(dev_nopci.io(dev, &io), 0);
+	cr_assert_eq(dev_absent.io(dev, &io), 0);
 	io.is_write = false;
-	cr_assert_eq(dev_nopci.io(dev, &io), 0);
+	cr_assert_eq(dev_absent.io(dev, &io), 0);
 	cr_assert_eq(d[0] & d[1] & d[2] & d[3], 0xff, "no type 1 mechanism: the address does not read back");
-	dev_nopci.destroy(dev);
+	for (unsigned r = 0; r < dev_absent.nr_pio; r++)
+		for (unsigned q = 0; q < dev_absent.nr_pio; q++)
+			cr_assert(q == r ||
+					  dev_absent.pio[q].base >=
+						  dev_absent.pio[r].base + dev_absent.pio[r].len ||
+					  dev_absent.pio[r].base >=
+						  dev_absent.pio[q].base + dev_absent.pio[q].len,
+				  "ranges %u and %u overlap", r, q);
+	dev_absent.destroy(dev);
 }
