@@ -134,6 +134,8 @@ static int64_t regs_to_time(const uint8_t *regs, uint8_t b)
 		hour = dec(b, regs[REG_HOUR] & ~HOUR_PM) % 12 + (regs[REG_HOUR] & HOUR_PM ? 12 : 0);
 	mon = mon < 1 ? 1 : mon > 12 ? 12 : mon;
 	mday = mday < 1 ? 1 : mday > 31 ? 31 : mday;
+	year = year > 9999 ? 9999
+			   : year; /* binary 255:255 would be 25755: keep offsets a snapshot takes back */
 	return days_from_civil(year, mon, mday) * 86400 + hour * 3600 + min * 60 + sec;
 }
 

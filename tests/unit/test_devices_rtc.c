@@ -176,6 +176,29 @@ Test(rtc, odd_values_are_clamped_never_trusted)
 	cr_assert_eq(get(0x32), 0, "year 0");
 }
 
+Test(rtc, the_largest_year_is_9999_and_its_state_restores)
+{
+	struct rtc_state st;
+
+	set(0x0b, 0x86); /* binary: century 255, year 255 would be 25755 */
+	set(0x32, 0xff);
+	set(0x09, 0xff);
+	set(0x0b, 0x06);
+	cr_assert_eq(get(0x32), 99);
+	cr_assert_eq(get(0x09), 99);
+	rtc_save(r, &st);
+	cr_assert(rtc_state_valid(&st), "every offset a guest can set is one a snapshot takes back");
+	cr_assert_eq(rtc_restore(r, &st), 0);
+	set(0x0b, 0x86);
+	set(0x32, 0);
+	set(0x09, 0);
+	set(0x08, 1);
+	set(0x07, 1);
+	set(0x0b, 0x06);
+	rtc_save(r, &st);
+	cr_assert(rtc_state_valid(&st), "nor the smallest (year 0)");
+}
+
 Test(rtc, snapshot_continues_from_the_host_clock)
 {
 	struct rtc_state st;
