@@ -220,7 +220,9 @@ FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
 FUZZ_SRCS_stats := fuzz/stats.c stats/reader.c util/util.c
 FUZZ_OPTS_stats := -DSTATS_READ_TIMEOUT_NS=100000ULL
-FUZZ_TARGETS := snapshot api loaders pmu stats
+FUZZ_SRCS_devices := fuzz/devices.c devices/rtc.c devices/acpipm.c devices/port92.c util/util.c
+FUZZ_OPTS_devices :=
+FUZZ_TARGETS := snapshot api loaders pmu stats devices
 define fuzz_target
 $(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
 	$$(Q)mkdir -p $$(dir $$@) && echo "  FUZZ    $$@"
