@@ -29,6 +29,10 @@ struct dev_host {
 	void (*set_irq)(void *opaque, int level);
 	/* A message for the operator (stderr); the device rate-limits guest-triggered ones. */
 	void (*log)(void *opaque, const char *msg);
+	/* virtio: an edge on the device's interrupt line (an irqfd). Any thread. */
+	void (*pulse_irq)(void *opaque);
+	/* virtio: serve queue q off this thread (the I/O thread); NULL serves it at once. vCPU thread. */
+	void (*notify_queue)(void *opaque, unsigned q);
 };
 
 /* ---- 16550A UART (8 registers at a base port, typically 0x3f8) ---------- */
@@ -208,6 +212,64 @@ void acpipm_save(struct acpipm *p, struct acpipm_state *st);
 /* Does PM1 control hold only bits it keeps, SCI_EN among them? Pure. */
 bool acpipm_state_valid(const struct acpipm_state *st);
 int acpipm_restore(struct acpipm *p, const struct acpipm_state *st);
+
+/* ---- virtio-mmio devices (virtio 1.x, register layout version 2; docs/devices.md) ---- */
+#define VIRTIO_MMIO_SIZE 0x1000u	/* each device's window */
+#define VIRTIO_MMIO_QUEUE_NOTIFY 0x050u /* the notify register: a 32-bit write of the queue index */
+#define VIRTIO_MAX_QUEUES 2u		/* queues a device of this transport has at most */
+#define VIRTIO_STATUS_NEEDS_RESET 0x40u
+
+struct virtio_mmio;
+struct dev_io;
+
+/* What a device counts (each read atomically): --verbose, the statistics (virtio.<dev>.*). */
+struct virtio_counters {
+	uint64_t requests;     /* chains served */
+	uint64_t bytes;	       /* bytes written into the guest's buffers */
+	uint64_t notifies;     /* queue notifications served */
+	uint64_t interrupts;   /* interrupts raised */
+	uint64_t dropped;      /* malformed chains given back empty, failed requests */
+	uint64_t needs_reset;  /* times the device entered DEVICE_NEEDS_RESET */
+	uint64_t bad_accesses; /* register accesses a driver must not make, ignored */
+};
+
+/* One queue's saved state. */
+struct virtio_queue_state {
+	uint32_t num;
+	bool ready;
+	uint64_t desc, avail, used;
+	uint16_t last_avail, used_idx;
+};
+
+/* A virtio-mmio device's saved state: the transport's registers, its queues, and its counters (they continue). */
+struct virtio_mmio_state {
+	uint32_t status, dev_features_sel, drv_features_sel, queue_sel, int_status, config_gen;
+	uint64_t drv_features;
+	struct virtio_queue_state q[VIRTIO_MAX_QUEUES];
+	struct virtio_counters c;
+};
+
+/* virtio-rng (device ID 4): one queue, filled from getrandom(). 0 or -ENOMEM. Setup thread. */
+int virtio_rng_create(struct virtio_mmio **out, const struct dev_host *host);
+/* NULL is a no-op. No thread may use the device any more. */
+void virtio_mmio_destroy(struct virtio_mmio *v);
+/* A guest access to the window (offset < VIRTIO_MMIO_SIZE). vCPU threads; the device serializes itself. */
+void virtio_mmio_io(struct virtio_mmio *v, struct dev_io *io);
+/* Serve queue q: take every available request, answer it, interrupt if the driver wants. I/O thread. */
+void virtio_mmio_serve(struct virtio_mmio *v, unsigned q);
+unsigned virtio_mmio_nr_queues(const struct virtio_mmio *v);
+/* "virtio-rng" */
+const char *virtio_mmio_name(const struct virtio_mmio *v);
+void virtio_mmio_get_counters(struct virtio_mmio *v, struct virtio_counters *out);
+/* Copy the state out under the device's lock. Any thread. */
+void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st);
+/* Could the transport be in this state (bits, sizes)? Pure. */
+bool virtio_mmio_state_valid(const struct virtio_mmio_state *st);
+/* Load a state: -EINVAL, changing nothing, if invalid or a ready queue's rings are not in RAM. */
+int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st);
+
+/* The snapshot part of the virtio-rng device (its node "virtio-rng"). */
+extern const struct snap_part virtio_rng_part;
 
 /* ---- declaring a device: one table entry each (devices/table.c) ----------- */
 /* What the VM tells a device when it makes it. */

@@ -25,7 +25,7 @@ const char cli_run_usage[] =
 	"                       multiboot and PVH; a module's command line is the whole value\n"
 	"  --restore DIR        continue the VM saved in snapshot directory DIR: its vCPUs, memory,\n"
 	"                       devices, PV PMU and statistics; --kernel, --initrd, --cpus, --memory,\n"
-	"                       --cmdline, --cpuid-hide and --pmu come from the snapshot and may not be given\n"
+	"                       --cmdline, --cpuid-hide, --pmu and --rng come from the snapshot and may not be given\n"
 	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
 	"                       read it into fresh RAM\n"
 	"  --no-memory-check    skip the memory file's checksum (the state file is always checked)\n"
@@ -40,6 +40,8 @@ const char cli_run_usage[] =
 	"                       (1-63 characters of A-Z a-z 0-9 _ . : -)\n"
 	"  --cpuid-hide LIST    hide CPU features guest ring 0 cannot run on kvm_pvm: xsave, cmpxchg16b\n"
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
+	"  --rng                a virtio-rng device (virtio-mmio at 0xd0000000, GSI 5; docs/devices.md)\n"
+	"                       that fills the guest's buffers from the host's getrandom()\n"
 	"  --seccomp on|log|off per-thread system call filters (docs/security.md): on stops the VM\n"
 	"                       at a denied call, log only has the kernel log it (default on)\n"
 	"  --profile EVENT:PERIOD[,EVENT:PERIOD][,mode=stack|leaf]  sample every vCPU on the overflow\n"
@@ -81,7 +83,8 @@ enum {
 	OPT_SECCOMP,
 	OPT_PROFILE,
 	OPT_PROFILE_OUTPUT,
-	OPT_SYMBOLS
+	OPT_SYMBOLS,
+	OPT_RNG
 };
 
 static const struct option run_options[] = {
@@ -106,6 +109,7 @@ static const struct option run_options[] = {
 	{ "profile", required_argument, NULL, OPT_PROFILE },
 	{ "profile-output", required_argument, NULL, OPT_PROFILE_OUTPUT },
 	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
+	{ "rng", no_argument, NULL, OPT_RNG },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -235,6 +239,9 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 			return errbuf_set(err, -EINVAL, "--symbols needs a file path");
 		cfg->symbols = arg;
 		return 0;
+	case OPT_RNG:
+		cfg->rng = true;
+		return 0;
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
@@ -302,7 +309,8 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 				      { OPT_PMU, "--pmu" },
 				      { OPT_INITRD, "--initrd" },
 				      { OPT_CPUID_HIDE, "--cpuid-hide" },
-				      { OPT_PROFILE, "--profile" } };
+				      { OPT_PROFILE, "--profile" },
+				      { OPT_RNG, "--rng" } };
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))

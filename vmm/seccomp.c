@@ -93,6 +93,13 @@ static const int main_calls[] = {
 	SCMP_SYS(sysinfo), /* glibc's qsort of a large array asks the RAM size: the profile at exit */
 };
 
+/* The virtio I/O thread: waits on the queues' eventfds, serves them, interrupts through an irqfd. */
+static const int io_calls[] = {
+	SCMP_SYS(epoll_wait),  /* the queues' eventfds */
+	SCMP_SYS(epoll_pwait), /* ... (some libcs) */
+	SCMP_SYS(getrandom),   /* virtio-rng's bytes */
+};
+
 /* ioctl requests by thread: everything else (a TIOCSTI, a new VM) is denied. */
 static const unsigned long vcpu_ioctls[] = {
 	KVM_RUN,	       /* the guest */
@@ -121,6 +128,10 @@ static const unsigned long main_ioctls[] = {
 	KVM_GET_CLOCK,		/* snapshot */
 	KVM_IRQ_LINE,		/* stdin input raises the UART's line */
 	KVM_IRQ_LINE_STATUS,	/* ... */
+};
+
+static const unsigned long io_ioctls[] = {
+	KVM_IRQ_LINE, /* a virtio interrupt where KVM has no irqfd */
 };
 
 /* fcntl commands: the perf counters' owner and signal (vCPU), plain flags (both). */
@@ -258,12 +269,45 @@ static int allow_no_exec(scmp_filter_ctx ctx)
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
+/* The I/O thread's filter: the common calls, its own, one ioctl, no fcntl. */
+static int install_io(enum seccomp_mode mode, struct errbuf *err)
+{
+	scmp_filter_ctx ctx;
+	int rc;
+
+	snprintf(thread_name, sizeof(thread_name), "virtio I/O");
+	if (mode == SECCOMP_OFF)
+		return 0;
+	ctx = seccomp_init(mode == SECCOMP_LOG || SECCOMP_SANITIZERS ? SCMP_ACT_LOG : SCMP_ACT_TRAP);
+	if (!ctx)
+		return errbuf_set(err, -ENOMEM, "seccomp: cannot create a filter");
+	rc = allow_all(ctx, common_calls, N(common_calls));
+	if (!rc)
+		rc = allow_all(ctx, io_calls, N(io_calls));
+	if (!rc)
+		rc = allow_arg(ctx, SCMP_SYS(ioctl), 1, io_ioctls, N(io_ioctls));
+	if (!rc)
+		rc = allow_no_exec(ctx);
+	if (!rc)
+		rc = seccomp_load(ctx);
+	seccomp_release(ctx);
+	if (rc)
+		return errbuf_set(err, rc, "seccomp: cannot install the %s thread's filter: %s", thread_name,
+				  strerror(-rc));
+	/* PERFVISOR_SECCOMP_SELFTEST=io: this thread tries a call it must not make (the tests). */
+	if (getenv("PERFVISOR_SECCOMP_SELFTEST") && !strcmp(getenv("PERFVISOR_SECCOMP_SELFTEST"), "io"))
+		execve("/nonexistent/perfvisor-seccomp-selftest", (char *[]){ NULL }, (char *[]){ NULL });
+	return 0;
+}
+
 int seccomp_install(enum seccomp_mode mode, enum seccomp_thread which, unsigned index, struct errbuf *err)
 {
 	scmp_filter_ctx ctx;
 	bool vcpu = which == SECCOMP_THREAD_VCPU;
 	int rc;
 
+	if (which == SECCOMP_THREAD_IO)
+		return install_io(mode, err);
 	if (vcpu)
 		snprintf(thread_name, sizeof(thread_name), "vCPU %u", index);
 	else
@@ -305,6 +349,10 @@ unsigned seccomp_allowed_count(enum seccomp_thread which, unsigned *ioctls)
 {
 	bool vcpu = which == SECCOMP_THREAD_VCPU;
 
+	if (which == SECCOMP_THREAD_IO) {
+		*ioctls = N(io_ioctls);
+		return (unsigned)(N(common_calls) + N(io_calls) + 3); /* ioctl, mmap, mprotect */
+	}
 	*ioctls = vcpu ? N(vcpu_ioctls) : N(main_ioctls);
 	/* ioctl, fcntl, mmap and mprotect are counted once each, with their argument filters. */
 	return (unsigned)(N(common_calls) + (vcpu ? N(vcpu_calls) : N(main_calls)) + 4);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Per-thread seccomp filters (docs/security.md): one allowlist for the
- * vCPU threads, one for the main thread. Calls nothing else in vmm/.
+ * vCPU threads, one for the main thread, one for the virtio I/O thread.
+ * Calls nothing else in vmm/.
  */
 #ifndef PERFVISOR_VMM_SECCOMP_H
 #define PERFVISOR_VMM_SECCOMP_H
@@ -12,6 +13,7 @@
 enum seccomp_thread {
 	SECCOMP_THREAD_MAIN,
 	SECCOMP_THREAD_VCPU,
+	SECCOMP_THREAD_IO, /* the virtio devices' I/O thread (vm_virtio.c) */
 };
 
 /* Before any filter: the SIGSYS handler that reports a denied call, and its table of names. */

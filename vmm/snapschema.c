@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * What a snapshot of this VM holds besides KVM's state: each device's
- * part (devices/table.c, in its order), the PV PMU's and the statistics'.
+ * part (devices/table.c, in its order, then the virtio devices'), the PV
+ * PMU's and the statistics'.
  * One schema serves the writer, the restore, snapshot-info and the fuzzer.
  */
 #include "vmm.h"
@@ -25,6 +26,9 @@ static void build(void)
 	for (unsigned i = 0; i < dev_table_len && schema.nr_devices < SNAP_MAX_PARTS; i++)
 		if (dev_table[i]->state)
 			devices[schema.nr_devices++] = dev_table[i]->state;
+	/* The virtio devices, made only when asked for (vm_virtio.c), after the machine's own. */
+	if (schema.nr_devices < SNAP_MAX_PARTS)
+		devices[schema.nr_devices++] = &virtio_rng_part;
 }
 
 const struct snap_schema *vm_snap_schema(void)

@@ -389,6 +389,7 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 	cfg->nr_cpus = s->nr_vcpus;
 	cfg->mem_size = s->mem_size;
 	cfg->pmu = s->pmu;
+	cfg->rng = snap_part_state(s, &virtio_rng_part, -1) != NULL; /* the machine had the device */
 	cfg->cpuid_hide = s->cpuid_hide;
 	cfg->kernel = s->kernel;
 	cfg->cmdline = s->cmdline;

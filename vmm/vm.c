@@ -30,6 +30,7 @@
 #include "vm_pmu.h"
 #include "vm_profile.h"
 #include "vm_stats.h"
+#include "vm_virtio.h"
 #include "x86.h"
 
 struct vm {
@@ -45,6 +46,7 @@ struct vm {
 	struct boot_result boot; /* the kernel's protocol and entry state (machine/boot.c) */
 	struct bus bus;
 	struct vm_devices *devs;
+	struct vm_virtio *virtio; /* NULL: no virtio device asked for */
 	struct vm_pmu *pmu;
 	struct vcpu *vcpus;
 	unsigned nr_vcpus;
@@ -158,15 +160,17 @@ static void fill_envs(struct vm *vm)
 static int create_stats(struct vm *vm, struct errbuf *err)
 {
 	int *fds = calloc(vm->nr_vcpus, sizeof(*fds));
+	struct vm_stats_extra virtio = { .read = vm_virtio_stats_read, .ctx = vm->virtio };
 	int rc;
 
 	if (!fds)
 		return errbuf_set(err, -ENOMEM, "out of memory");
 	for (unsigned i = 0; i < vm->nr_vcpus; i++)
 		fds[i] = vm->vcpus[i].fd;
+	vm_virtio_stats_fields(vm->virtio, &virtio.names, &virtio.bytes, &virtio.n);
 	rc = vm_stats_create(&vm->stats,
 			     &(struct vm_stats_config){ vm->nr_vcpus, vm->cfg.name, &vm->bus, fds,
-							vm->mem.size, vm->host },
+							vm->mem.size, vm->host, virtio },
 			     err);
 	free(fds);
 	if (rc)
@@ -175,6 +179,8 @@ static int create_stats(struct vm *vm, struct errbuf *err)
 	vm_profile_stats_ready(vm->prof, vm->stats);
 	/* The snapshot's parts, in the order a restore loads them. */
 	rc = vm_devices_add_parts(vm->devs, &vm->parts, err);
+	if (!rc)
+		rc = vm_virtio_add_parts(vm->virtio, &vm->parts, err);
 	if (!rc)
 		rc = vm_pmu_add_parts(vm->pmu, &vm->parts, err);
 	if (!rc)
@@ -223,6 +229,11 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 				       &(struct vm_devices_config){ vm->nr_vcpus, vm->fd, &vm->mem,
 								    &vm->console, &vm->ctl, &vm->bus },
 				       err);
+	if (!rc)
+		rc = vm_virtio_create(&vm->virtio,
+				      &(struct vm_virtio_config){ vm->cfg.rng, vm->fd, &vm->mem, &vm->ctl,
+								  &vm->bus, cfg->verbose },
+				      err);
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,
 				   &(struct vm_pmu_config){ vm->cfg.pmu, cfg->verbose, &vm->kvm, vm->fd,
@@ -286,6 +297,8 @@ static int start(struct vm *vm, struct errbuf *why)
 {
 	int rc = seccomp_prepare(why);
 
+	if (!rc)
+		rc = vm_virtio_start(vm->virtio, vm->cfg.seccomp, why);
 	for (unsigned i = 0; i < vm->nr_vcpus && !rc; i++)
 		rc = vcpu_start(&vm->vcpus[i], why);
 	if (!rc && vm->cfg.verbose && vm->cfg.seccomp != SECCOMP_OFF) {
@@ -332,6 +345,7 @@ int vm_run(struct vm *vm, struct errbuf *why)
 		vm_log("%s", perr.msg);
 	if (vm->cfg.verbose) {
 		vm_stats_log_vcpus(vm->stats);
+		vm_virtio_log(vm->virtio);
 		vm_log("guest memory resident: %" PRIu64 " KiB", gmem_resident_bytes(&vm->mem) >> 10);
 	}
 	return vmctl_stop_status(&vm->ctl, why->msg, sizeof(why->msg));
@@ -351,6 +365,7 @@ void vm_destroy(struct vm *vm)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);
 	vm_pmu_destroy(vm->pmu);
+	vm_virtio_destroy(vm->virtio);
 	vm_devices_destroy(vm->devs);
 	bus_fini(&vm->bus);
 	console_fini(&vm->console);

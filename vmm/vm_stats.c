@@ -128,6 +128,22 @@ static int declare_io_ranges(struct vm_stats *s, const struct bus *b, struct err
 	return 0;
 }
 
+/* The extra VM-record fields (struct vm_stats_extra), after the VMM's own. */
+static int declare_extra(struct vm_stats *s, const struct vm_stats_extra *x, struct errbuf *err)
+{
+	if (x->n > VM_STATS_MAX_EXTRA)
+		return errbuf_set(err, -ENOSPC, "stats: too many device fields");
+	for (unsigned i = 0; i < x->n; i++) {
+		int rc = sb_declare(s->region, PV_STATS_RECORD_VM, x->names[i], CUM,
+				    x->bytes[i] ? PV_STATS_UNIT_BYTES : NONE, 0, &s->sf.extra[i], err);
+
+		if (rc)
+			return rc;
+	}
+	s->extra = *x;
+	return 0;
+}
+
 int vm_stats_create(struct vm_stats **out, const struct vm_stats_config *cfg, struct errbuf *err)
 {
 	struct vm_stats *s = calloc(1, sizeof(*s));
@@ -162,6 +178,8 @@ int vm_stats_create(struct vm_stats **out, const struct vm_stats_config *cfg, st
 	if (!rc)
 		rc = declare_table(s, PV_STATS_RECORD_VM, vm_fields, sizeof(vm_fields) / sizeof(vm_fields[0]),
 				   err);
+	if (!rc)
+		rc = declare_extra(s, &cfg->extra, err);
 	if (!rc)
 		rc = stats_region_freeze(s->region, err);
 	if (rc) {
@@ -352,11 +370,13 @@ void vm_stats_update_vm(struct vm_stats *s)
 	struct sb_entry e = stats_vm_entry(s->region);
 	/* v1's time.kvm_run_ns_total, the published sum, first: the live sum taken after it is never smaller. */
 	uint64_t run_published = sb_sum(s->region, s->sf.run_ns);
-	uint64_t t = util_now_ns(), run = 0;
+	uint64_t t = util_now_ns(), run = 0, extra[VM_STATS_MAX_EXTRA];
 	unsigned n = stats_region_online(s->region);
 
 	for (unsigned i = 0; i < n; i++)
 		run += run_live(s, i, t);
+	if (s->extra.n)
+		s->extra.read(s->extra.ctx, extra);
 	sb_begin(e);
 	sb_set(e, s->sf.uptime_ns, t - s->start_ns);
 	sb_set(e, s->sf.vcpus_online, n);
@@ -366,6 +386,8 @@ void vm_stats_update_vm(struct vm_stats *s)
 	sb_set(e, s->sf.run_live_ns_total, run);
 	sb_set(e, s->sf.host_kind, s->host.kind);
 	sb_set(e, s->sf.host_flags, s->host.flags);
+	for (unsigned i = 0; i < s->extra.n; i++)
+		sb_set(e, s->sf.extra[i], extra[i]);
 	sb_end(e);
 }
 

@@ -21,6 +21,20 @@
 #include "stats/stats.h"
 
 #define VM_STATS_MAX_IO_RANGES 32
+#define VM_STATS_MAX_EXTRA 64
+
+/*
+ * Cumulative fields of the VM record that another component keeps (the
+ * virtio devices' counters), appended after the VMM's own. read fills
+ * values[0..n) on the main thread at each update of the VM record.
+ */
+struct vm_stats_extra {
+	unsigned n;
+	const char *const *names;
+	const uint8_t *bytes; /* n flags: 1 for a byte count, 0 for a count */
+	void (*read)(void *ctx, uint64_t *values);
+	void *ctx;
+};
 
 /* Handles of the fields the VMM publishes (docs/stats-abi.md lists them). */
 struct vm_stats_fields {
@@ -38,6 +52,7 @@ struct vm_stats_fields {
 	/* VM record */
 	struct sb_field uptime_ns, vcpus_online, memory_bytes, exits_total, run_ns_total, run_live_ns_total,
 		host_kind, host_flags;
+	struct sb_field extra[VM_STATS_MAX_EXTRA]; /* VM record: struct vm_stats_extra's */
 };
 
 struct vm_stats;
@@ -49,6 +64,7 @@ struct vm_stats_config {
 	const int *vcpu_fds;   /* each vCPU's fd, for KVM's binary stats (KVM_GET_STATS_FD) */
 	uint64_t mem_size;
 	struct host_info host;
+	struct vm_stats_extra extra; /* n = 0: none */
 };
 
 /* Declare every field, fix the layout, seal the memfd. 0 or -errno with a message. Setup thread. */

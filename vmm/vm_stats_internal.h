@@ -63,6 +63,7 @@ struct vm_stats {
 	struct vm_stats_vcpu *v;
 	void (*publish_hook)(void *ctx, unsigned i, struct sb_entry e);
 	void *publish_ctx;
+	struct vm_stats_extra extra;
 };
 
 /* vm_stats_kvm.c: declare the kvm.* mirror of vCPU 0's binary stats (every vCPU has its layout). */

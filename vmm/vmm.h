@@ -64,6 +64,7 @@ struct vm_config {
 	struct prof_spec prof;	    /* --profile (prof.n == 0: off; a restore takes the snapshot's) */
 	const char *profile_output; /* --profile-output DIR, NULL = perfvisor-profile.PID */
 	const char *symbols;	    /* --symbols FILE, NULL = the kernel's own symbol table */
+	bool rng;		    /* --rng: a virtio-rng device (a restore: the snapshot has one) */
 };
 
 #define VM_DEFAULT_CPUS 1U

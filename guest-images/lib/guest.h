@@ -476,4 +476,59 @@ uint64_t pvpmu_pmi_count(void);
 /* OR of every status the handler saw since the last call (then reset). */
 uint64_t pvpmu_pmi_status_seen(void);
 
+/* ---- a minimal virtio-mmio driver (virtio.c; docs/devices.md) ------------------------ */
+#define VIO_BASE 0xd0000000ULL /* perfvisor's first virtio device's window */
+#define VIO_GSI 5	       /* ... and its interrupt */
+#define VIO_ST_ACK 0x1u
+#define VIO_ST_DRIVER 0x2u
+#define VIO_ST_DRIVER_OK 0x4u
+#define VIO_ST_FEATURES_OK 0x8u
+#define VIO_ST_NEEDS_RESET 0x40u
+#define VIO_DESC_NEXT 1u
+#define VIO_DESC_WRITE 2u
+
+struct vio_desc {
+	uint64_t addr;
+	uint32_t len;
+	uint16_t flags, next;
+};
+
+/* One split queue of at most 16 entries, in one page: desc at 0, avail at 0x100, used at 0x200. */
+struct vio_queue {
+	struct vio_desc desc[16];
+	uint16_t avail_flags, avail_idx, avail_ring[16], used_event;
+	uint8_t pad0[0x200 - 0x100 - 38];
+	uint16_t used_flags, used_idx;
+	struct {
+		uint32_t id, len;
+	} used_ring[16];
+	uint16_t avail_event;
+} __attribute__((aligned(4096)));
+
+struct vio_dev {
+	uint64_t base;
+	struct vio_queue *q;
+	uint16_t num;
+	uint16_t next_avail; /* the driver's avail idx */
+};
+
+uint32_t vio_read(const struct vio_dev *d, uint32_t off);
+void vio_write(const struct vio_dev *d, uint32_t off, uint32_t val);
+/* Magic, version 2 and device id at d->base: true if a modern virtio-mmio device of that id is there. */
+bool vio_probe(const struct vio_dev *d, uint32_t device_id);
+/* Reset, ACK, DRIVER, driver features (high word hi, low word lo), FEATURES_OK: the status read back. */
+uint32_t vio_negotiate(struct vio_dev *d, uint32_t hi, uint32_t lo);
+/* Queue 0 of `num` entries at q (zeroed here), QueueReady = 1: QueueReady as read back. */
+bool vio_queue_setup(struct vio_dev *d, struct vio_queue *q, uint16_t num);
+/* Offer descriptor chain `head` (make it available) and notify queue 0. */
+void vio_offer(struct vio_dev *d, uint16_t head);
+/*
+ * Route IOAPIC pin gsi, edge, active high, to `vector` on APIC id `apic_id`;
+ * mask the 8259 PICs; enable this CPU's LAPIC. Ring 0. An interrupt then
+ * waits in the LAPIC while interrupts are off: several coalesce into one.
+ */
+void vio_ioapic_route(uint32_t gsi, uint8_t vector, uint32_t apic_id);
+/* Wait (bounded, in hlt with interrupts on) until the used idx reaches `idx`: true if it did. */
+bool vio_wait_used(struct vio_dev *d, uint16_t idx, uint64_t timeout_us);
+
 #endif

@@ -441,3 +441,13 @@ Test(cli, profile_bad)
 	expect_bad("--profile cannot be combined with --restore", "--restore", "s", "--profile",
 		   "task-clock:1ms");
 }
+
+Test(cli, rng)
+{
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_not(cfg.rng, "no device unless asked for");
+	cr_assert_eq(PARSE("--kernel", "k", "--rng"), 0, "%s", err.msg);
+	cr_assert(cfg.rng);
+	expect_bad("--rng is given twice", "--kernel", "k", "--rng", "--rng");
+	expect_bad("--rng cannot be combined with --restore", "--restore", "s", "--rng");
+}

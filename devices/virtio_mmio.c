@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The virtio-mmio transport (virtio 1.x, 4.2.2, register layout version
+ * 2): the register file, feature negotiation, the status state machine
+ * with reset, the queues' set-up, and serving a queue through its
+ * backend. One mutex per device serializes the vCPU threads' register
+ * accesses and the I/O thread's serving (docs/devices.md, "Locking").
+ */
+#include "devices/virtio_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/devices_internal.h"
+
+/* Registers (4.2.2) */
+#define R_MAGIC 0x000
+#define R_VERSION 0x004
+#define R_DEVICE_ID 0x008
+#define R_VENDOR_ID 0x00c
+#define R_DEV_FEATURES 0x010
+#define R_DEV_FEATURES_SEL 0x014
+#define R_DRV_FEATURES 0x020
+#define R_DRV_FEATURES_SEL 0x024
+#define R_QUEUE_SEL 0x030
+#define R_QUEUE_NUM_MAX 0x034
+#define R_QUEUE_NUM 0x038
+#define R_QUEUE_READY 0x044
+#define R_QUEUE_NOTIFY VIRTIO_MMIO_QUEUE_NOTIFY
+#define R_INT_STATUS 0x060
+#define R_INT_ACK 0x064
+#define R_STATUS 0x070
+#define R_QUEUE_DESC_LO 0x080
+#define R_QUEUE_DESC_HI 0x084
+#define R_QUEUE_DRIVER_LO 0x090
+#define R_QUEUE_DRIVER_HI 0x094
+#define R_QUEUE_DEVICE_LO 0x0a0
+#define R_QUEUE_DEVICE_HI 0x0a4
+#define R_CONFIG_GEN 0x0fc
+#define R_CONFIG 0x100
+
+#define VIRTIO_MAGIC 0x74726976u  /* "virt" */
+#define VIRTIO_VENDOR 0x52565650u /* "PVVR": perfvisor */
+
+#define S_ACKNOWLEDGE 0x01u
+#define S_DRIVER 0x02u
+#define S_DRIVER_OK 0x04u
+#define S_FEATURES_OK 0x08u
+#define S_NEEDS_RESET VIRTIO_STATUS_NEEDS_RESET
+#define S_FAILED 0x80u
+#define S_ALL (S_ACKNOWLEDGE | S_DRIVER | S_DRIVER_OK | S_FEATURES_OK | S_NEEDS_RESET | S_FAILED)
+
+#define INT_USED 0x1u
+#define INT_CONFIG 0x2u
+
+#define F_INDIRECT_DESC (1ULL << 28)
+#define F_EVENT_IDX (1ULL << 29)
+#define F_VERSION_1 (1ULL << 32)
+#define TRANSPORT_FEATURES (F_INDIRECT_DESC | F_EVENT_IDX | F_VERSION_1)
+
+/* One rate limiter per kind of line, so a flood of one cannot hide another. */
+enum {
+	LOG_DROPPED,
+	LOG_RESET,
+	LOG_ACCESS,
+	NR_LOGS
+};
+
+struct vlog_kind {
+	struct ratelimit rl;
+	uint64_t reported; /* rl.suppressed already announced */
+};
+
+struct virtio_mmio {
+	pthread_mutex_t lock;
+	struct dev_host host;
+	const struct virtio_backend_ops *ops;
+	void *be;
+	uint64_t features; /* offered: the backend's and the transport's */
+	struct virtio_mmio_state st;
+	struct virtq q[VIRTIO_MAX_QUEUES];
+	struct virtio_counters c; /* each field accessed atomically */
+	struct vlog_kind log[NR_LOGS];
+};
+
+#define COUNT(v, field) __atomic_add_fetch(&(v)->c.field, 1, __ATOMIC_RELAXED)
+
+/* A guest-triggered line, rate-limited by its kind; the device's lock is held. */
+__attribute__((format(printf, 3, 4))) static void vlog(struct virtio_mmio *v, int kind, const char *fmt, ...)
+{
+	struct vlog_kind *k = &v->log[kind];
+	char msg[320];
+	uint64_t sup;
+	va_list ap;
+	int n;
+
+	if (!ratelimit_allow(&k->rl))
+		return;
+	n = snprintf(msg, sizeof(msg), "%s: ", v->ops->name);
+	va_start(ap, fmt);
+	n += vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	sup = __atomic_load_n(&k->rl.suppressed, __ATOMIC_RELAXED);
+	if (sup > k->reported && (size_t)n < sizeof(msg))
+		snprintf(msg + n, sizeof(msg) - (size_t)n, " (%" PRIu64 " similar lines suppressed)",
+			 sup - k->reported);
+	k->reported = sup;
+	dev_log(&v->host, msg);
+}
+
+int virtio_mmio_create_backend(struct virtio_mmio **out, const struct virtio_backend_ops *ops, void *be,
+			       const struct dev_host *host)
+{
+	struct virtio_mmio *v = calloc(1, sizeof(*v));
+
+	*out = NULL;
+	if (!v || ops->nr_queues > VIRTIO_MAX_QUEUES) {
+		int rc = v ? -EINVAL : -ENOMEM;
+
+		free(v);
+		free(be);
+		return rc;
+	}
+	pthread_mutex_init(&v->lock, NULL);
+	if (host)
+		v->host = *host;
+	v->ops = ops;
+	v->be = be;
+	v->features = ops->features | TRANSPORT_FEATURES;
+	for (int k = 0; k < NR_LOGS; k++)
+		v->log[k].rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
+	*out = v;
+	return 0;
+}
+
+void virtio_mmio_destroy(struct virtio_mmio *v)
+{
+	if (!v)
+		return;
+	pthread_mutex_destroy(&v->lock);
+	free(v->be);
+	free(v);
+}
+
+unsigned virtio_mmio_nr_queues(const struct virtio_mmio *v)
+{
+	return v->ops->nr_queues;
+}
+
+const char *virtio_mmio_name(const struct virtio_mmio *v)
+{
+	return v->ops->name;
+}
+
+/* Copy counters field by field, each atomically (struct virtio_counters is all uint64_t). */
+static void copy_counters(struct virtio_counters *to, const struct virtio_counters *from)
+{
+	const uint64_t *in = (const uint64_t *)from;
+	uint64_t *o = (uint64_t *)to;
+
+	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+		__atomic_store_n(&o[i], __atomic_load_n(&in[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
+void virtio_mmio_get_counters(struct virtio_mmio *v, struct virtio_counters *out)
+{
+	copy_counters(out, &v->c);
+}
+
+/* ---- status and reset ------------------------------------------------------------ */
+
+static void reset(struct virtio_mmio *v)
+{
+	memset(&v->st, 0, sizeof(v->st));
+	memset(v->q, 0, sizeof(v->q));
+	if (v->ops->reset)
+		v->ops->reset(v->be);
+}
+
+static void raise_int(struct virtio_mmio *v, uint32_t bits)
+{
+	v->st.int_status |= bits;
+	COUNT(v, interrupts);
+	if (v->host.pulse_irq)
+		v->host.pulse_irq(v->host.opaque);
+}
+
+/* The driver broke a rule the device cannot work around: it stops until reset (2.1.2). */
+static void needs_reset(struct virtio_mmio *v, unsigned q, enum vq_err e)
+{
+	COUNT(v, needs_reset);
+	vlog(v, LOG_RESET, "queue %u: %s; the device needs a reset", q, vq_err_name(e));
+	if (v->st.status & S_NEEDS_RESET)
+		return;
+	v->st.status |= S_NEEDS_RESET;
+	if (v->st.status & S_DRIVER_OK)
+		raise_int(v, INT_CONFIG);
+}
+
+static void write_status(struct virtio_mmio *v, uint32_t val)
+{
+	uint32_t old = v->st.status, add = val & ~old;
+
+	if (val == 0) {
+		reset(v);
+		return;
+	}
+	/* Bits only come on, one step at a time (3.1.1); NEEDS_RESET is the device's. */
+	if ((old & ~val & ~S_NEEDS_RESET) || (val & ~S_ALL) || (add & S_NEEDS_RESET)) {
+		COUNT(v, bad_accesses);
+		vlog(v, LOG_ACCESS, "status 0x%x after 0x%x ignored", val, old);
+		return;
+	}
+	if (add & S_FEATURES_OK) {
+		uint64_t f = v->st.drv_features;
+
+		/* Features the device did not offer, or a legacy driver: FEATURES_OK stays clear. */
+		if ((f & ~v->features) || !(f & F_VERSION_1)) {
+			vlog(v, LOG_ACCESS, "driver features 0x%" PRIx64 " refused (offered 0x%" PRIx64 ")",
+			     f, v->features);
+			add &= ~S_FEATURES_OK;
+		}
+	}
+	if ((add & S_DRIVER_OK) && !((old | add) & S_FEATURES_OK)) {
+		COUNT(v, bad_accesses);
+		vlog(v, LOG_ACCESS, "DRIVER_OK before FEATURES_OK ignored");
+		add &= ~S_DRIVER_OK;
+	}
+	v->st.status = old | add;
+}
+
+/* ---- queues ------------------------------------------------------------------------ */
+
+static struct virtq *sel_queue(struct virtio_mmio *v)
+{
+	return v->st.queue_sel < v->ops->nr_queues ? &v->q[v->st.queue_sel] : NULL;
+}
+
+static void set_half(uint64_t *r, bool hi, uint32_t val)
+{
+	*r = hi ? (*r & 0xffffffffULL) | ((uint64_t)val << 32) : (*r & ~0xffffffffULL) | val;
+}
+
+static void write_queue(struct virtio_mmio *v, uint64_t off, uint32_t val)
+{
+	struct virtq *q = sel_queue(v);
+	enum vq_err e;
+
+	/* A queue that does not exist, or one in use, is not set up again (4.2.2.3). */
+	if (!q || q->ready) {
+		if (off == R_QUEUE_READY && q && !val) {
+			q->ready = false;
+			return;
+		}
+		COUNT(v, bad_accesses);
+		vlog(v, LOG_ACCESS, "queue %u register 0x%" PRIx64 " written while %s", v->st.queue_sel, off,
+		     q ? "ready" : "absent");
+		return;
+	}
+	switch (off) {
+	case R_QUEUE_NUM:
+		q->num = (uint16_t)(val > 0xffff ? 0 : val);
+		if (val > 0xffff)
+			needs_reset(v, v->st.queue_sel, VQ_E_SIZE);
+		break;
+	case R_QUEUE_READY:
+		if (!val)
+			break;
+		e = vq_validate(q, &v->host, v->ops->queue_max);
+		if (e != VQ_OK)
+			needs_reset(v, v->st.queue_sel, e);
+		else
+			q->ready = true;
+		break;
+	case R_QUEUE_DESC_LO:
+	case R_QUEUE_DESC_HI:
+		set_half(&q->desc, off == R_QUEUE_DESC_HI, val);
+		break;
+	case R_QUEUE_DRIVER_LO:
+	case R_QUEUE_DRIVER_HI:
+		set_half(&q->avail, off == R_QUEUE_DRIVER_HI, val);
+		break;
+	default:
+		set_half(&q->used, off == R_QUEUE_DEVICE_HI, val);
+		break;
+	}
+}
+
+static bool can_serve(struct virtio_mmio *v, unsigned qi)
+{
+	return (v->st.status & (S_DRIVER_OK | S_NEEDS_RESET)) == S_DRIVER_OK && qi < v->ops->nr_queues &&
+	       v->q[qi].ready;
+}
+
+/* Serve under the lock: at most one queue's worth of requests, then come back (another device's turn). */
+static void serve(struct virtio_mmio *v, unsigned qi)
+{
+	struct virtq *q = &v->q[qi];
+	bool indirect = v->st.drv_features & F_INDIRECT_DESC, event_idx = v->st.drv_features & F_EVENT_IDX;
+	uint16_t old_used = q->used_idx;
+	struct vq_chain c;
+	unsigned budget = q->num;
+	enum vq_err e;
+
+	while (budget) {
+		enum vq_pop r = vq_pop(q, &v->host, indirect, &c, &e);
+		uint32_t written = 0;
+
+		if (r == VQ_POP_EMPTY) {
+			if (!event_idx || !vq_arm_event(q, &v->host))
+				break;
+			/* More came meanwhile. Re-checks count too: a driver toggling avail idx cannot hold us. */
+			budget--;
+			continue;
+		}
+		if (r == VQ_POP_BROKEN) {
+			needs_reset(v, qi, e);
+			return;
+		}
+		budget--;
+		if (r == VQ_POP_BAD) {
+			COUNT(v, dropped);
+			vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
+		} else if (v->ops->handle(v->be, qi, &c, &written) < 0 || written > c.write_len) {
+			COUNT(v, dropped);
+			written = 0;
+		} else {
+			COUNT(v, requests);
+			__atomic_add_fetch(&v->c.bytes, written, __ATOMIC_RELAXED);
+		}
+		if (vq_push(q, &v->host, c.head, written)) {
+			needs_reset(v, qi, VQ_E_RING);
+			return;
+		}
+	}
+	if (vq_need_notify(q, &v->host, event_idx, old_used))
+		raise_int(v, INT_USED);
+	if (!budget && v->host.notify_queue)
+		v->host.notify_queue(v->host.opaque, qi); /* more may wait: after the others */
+}
+
+void virtio_mmio_serve(struct virtio_mmio *v, unsigned qi)
+{
+	pthread_mutex_lock(&v->lock);
+	COUNT(v, notifies);
+	if (can_serve(v, qi))
+		serve(v, qi);
+	pthread_mutex_unlock(&v->lock);
+}
+
+/* A QueueNotify that reached the device (no ioeventfd, or an index no ioeventfd matches). */
+static void notify(struct virtio_mmio *v, uint32_t qi)
+{
+	if (qi >= v->ops->nr_queues || !v->q[qi].ready) {
+		COUNT(v, bad_accesses);
+		vlog(v, LOG_ACCESS, "notify of queue %u, which is %s", qi,
+		     qi >= v->ops->nr_queues ? "absent" : "not set up");
+		return;
+	}
+	if (v->host.notify_queue) {
+		v->host.notify_queue(v->host.opaque, qi);
+		return;
+	}
+	COUNT(v, notifies);
+	if (can_serve(v, qi))
+		serve(v, qi);
+}
+
+/* ---- the register file ------------------------------------------------------------- */
+
+static uint32_t read_reg(struct virtio_mmio *v, uint64_t off)
+{
+	struct virtq *q = sel_queue(v);
+
+	switch (off) {
+	case R_MAGIC:
+		return VIRTIO_MAGIC;
+	case R_VERSION:
+		return 2;
+	case R_DEVICE_ID:
+		return v->ops->device_id;
+	case R_VENDOR_ID:
+		return VIRTIO_VENDOR;
+	case R_DEV_FEATURES:
+		return v->st.dev_features_sel < 2 ? (uint32_t)(v->features >> (32 * v->st.dev_features_sel))
+						  : 0;
+	case R_QUEUE_NUM_MAX:
+		return q ? v->ops->queue_max : 0;
+	case R_QUEUE_NUM:
+		return q ? q->num : 0;
+	case R_QUEUE_READY:
+		return q ? q->ready : 0;
+	case R_INT_STATUS:
+		return v->st.int_status;
+	case R_STATUS:
+		return v->st.status;
+	case R_CONFIG_GEN:
+		return v->st.config_gen;
+	default:
+		return 0; /* write-only and reserved registers */
+	}
+}
+
+static void write_reg(struct virtio_mmio *v, uint64_t off, uint32_t val)
+{
+	switch (off) {
+	case R_DEV_FEATURES_SEL:
+		v->st.dev_features_sel = val;
+		break;
+	case R_DRV_FEATURES_SEL:
+		v->st.drv_features_sel = val;
+		break;
+	case R_DRV_FEATURES:
+		if ((v->st.status & S_FEATURES_OK) || v->st.drv_features_sel > 1) {
+			COUNT(v, bad_accesses);
+			break;
+		}
+		set_half(&v->st.drv_features, v->st.drv_features_sel == 1, val);
+		break;
+	case R_QUEUE_SEL:
+		v->st.queue_sel = val;
+		break;
+	case R_QUEUE_NUM:
+	case R_QUEUE_READY:
+	case R_QUEUE_DESC_LO:
+	case R_QUEUE_DESC_HI:
+	case R_QUEUE_DRIVER_LO:
+	case R_QUEUE_DRIVER_HI:
+	case R_QUEUE_DEVICE_LO:
+	case R_QUEUE_DEVICE_HI:
+		write_queue(v, off, val);
+		break;
+	case R_QUEUE_NOTIFY:
+		notify(v, val);
+		break;
+	case R_INT_ACK:
+		v->st.int_status &= ~val;
+		break;
+	case R_STATUS:
+		write_status(v, val);
+		break;
+	default:
+		COUNT(v, bad_accesses); /* read-only or reserved */
+		break;
+	}
+}
+
+static void config_io(struct virtio_mmio *v, struct dev_io *io)
+{
+	uint64_t off = io->offset - R_CONFIG;
+
+	if (off >= v->ops->config_len || io->len > v->ops->config_len - off) {
+		if (!io->is_write)
+			memset(io->data, 0, io->len);
+		COUNT(v, bad_accesses);
+		return;
+	}
+	if (io->is_write)
+		COUNT(v, bad_accesses); /* no device here has writable config */
+	else
+		v->ops->read_config(v->be, (uint32_t)off, io->data, io->len);
+}
+
+void virtio_mmio_io(struct virtio_mmio *v, struct dev_io *io)
+{
+	uint32_t val;
+
+	pthread_mutex_lock(&v->lock);
+	if (io->offset >= R_CONFIG) {
+		config_io(v, io);
+	} else if (io->len != 4 || (io->offset & 3)) {
+		/* Registers are 32 bits wide, accessed whole (4.2.2.2). */
+		COUNT(v, bad_accesses);
+		vlog(v, LOG_ACCESS, "%u-byte access at 0x%" PRIx64 " ignored", io->len, io->offset);
+		if (!io->is_write)
+			memset(io->data, 0, io->len);
+	} else if (io->is_write) {
+		write_reg(v, io->offset, dev_io_value(io));
+	} else {
+		val = read_reg(v, io->offset);
+		for (int k = 0; k < 4; k++)
+			io->data[k] = (uint8_t)(val >> (8 * k));
+	}
+	pthread_mutex_unlock(&v->lock);
+}
+
+/* ---- saved state --------------------------------------------------------------------- */
+
+void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st)
+{
+	pthread_mutex_lock(&v->lock);
+	*st = v->st;
+	copy_counters(&st->c, &v->c);
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		const struct virtq *q = &v->q[i];
+
+		st->q[i] = (struct virtio_queue_state){ q->num,	 q->ready,	q->desc,    q->avail,
+							q->used, q->last_avail, q->used_idx };
+	}
+	pthread_mutex_unlock(&v->lock);
+}
+
+bool virtio_mmio_state_valid(const struct virtio_mmio_state *st)
+{
+	if ((st->status & ~S_ALL) || (st->int_status & ~(INT_USED | INT_CONFIG)))
+		return false;
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		const struct virtio_queue_state *q = &st->q[i];
+
+		if (q->num > 0xffff ||
+		    (q->ready && (!q->num || q->num > VQ_MAX_SIZE || (q->num & (q->num - 1)))))
+			return false;
+		if (q->ready && (uint16_t)(q->last_avail - q->used_idx) > q->num)
+			return false;
+	}
+	return true;
+}
+
+int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
+{
+	struct virtq q[VIRTIO_MAX_QUEUES];
+
+	if (!virtio_mmio_state_valid(st))
+		return -EINVAL;
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		const struct virtio_queue_state *s = &st->q[i];
+
+		q[i] = (struct virtq){ (uint16_t)s->num, s->ready,	s->desc,    s->avail,
+				       s->used,		 s->last_avail, s->used_idx };
+		if (s->ready && (i >= v->ops->nr_queues || vq_validate(&q[i], &v->host, v->ops->queue_max)))
+			return -EINVAL;
+	}
+	pthread_mutex_lock(&v->lock);
+	v->st = *st;
+	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c */
+	copy_counters(&v->c, &st->c);
+	memcpy(v->q, q, sizeof(q));
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}

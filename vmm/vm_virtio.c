@@ -1,0 +1,454 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The VM's virtio-mmio devices: each one's window on the bus, a KVM
+ * ioeventfd per queue on its QueueNotify register (a notification does
+ * not leave the kernel), an irqfd on its GSI, and one I/O thread that
+ * serves every queue. Locking (docs/devices.md): a device's own mutex
+ * orders register accesses (vCPU threads) against serving (I/O thread);
+ * io_lock here holds the I/O thread off while a snapshot saves state and
+ * memory, so nothing changes under it.
+ */
+#include "vm_virtio.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/kvm.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devices/devices.h"
+#include "seccomp.h"
+
+struct vv_dev;
+
+struct vv_queue {
+	struct vv_dev *dev;
+	unsigned index;
+	int efd; /* KVM's ioeventfd for QueueNotify == index; also written by the MMIO fallback */
+};
+
+struct vv_dev {
+	struct vm_virtio *owner;
+	struct virtio_mmio *dev;
+	const struct snap_part *part;
+	struct dev_host host; /* opaque: this struct */
+	struct vm_virtio_window win;
+	int irqfd; /* -1: KVM_IRQ_LINE pulses instead */
+	bool ioeventfd;
+	struct vv_queue q[VIRTIO_MAX_QUEUES];
+};
+
+struct vm_virtio {
+	struct vm_virtio_config cfg;
+	struct vv_dev dev[VM_VIRTIO_MAX];
+	unsigned n;
+	int epfd, stop_efd;
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t io_lock; /* the I/O thread serves under it; a snapshot saves under it */
+	/* the start hand-over: the thread's seccomp result */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool start_done;
+	int start_rc;
+	struct errbuf start_err;
+	enum seccomp_mode mode;
+	/* the statistics fields' names: virtio.<dev>.<counter> */
+	char stat_name[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS][48];
+	const char *stat_names[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
+	uint8_t stat_bytes[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
+};
+
+/* struct virtio_counters' fields, in order, as statistics field names. */
+static const char *const counter_names[VM_VIRTIO_NR_STATS] = {
+	"requests", "bytes", "notifications", "interrupts", "dropped", "needs_reset", "bad_accesses",
+};
+_Static_assert(sizeof(struct virtio_counters) == VM_VIRTIO_NR_STATS * sizeof(uint64_t),
+	       "one statistics field per counter");
+
+unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max)
+{
+	static const uint32_t gsis[] = VM_VIRTIO_GSIS;
+	const char *names[VM_VIRTIO_MAX];
+	unsigned n = 0;
+
+	if (rng)
+		names[n++] = "virtio-rng";
+	for (unsigned i = 0; i < n && i < max; i++)
+		out[i] = (struct vm_virtio_window){
+			names[i],	  "LNRO0005", i,   VM_VIRTIO_BASE + i * VIRTIO_MMIO_SIZE,
+			VIRTIO_MMIO_SIZE, gsis[i],    true
+		};
+	return n;
+}
+
+/* ---- what a device gets from the VM ------------------------------------------------- */
+
+static void *host_gpa_to_hva(void *opaque, uint64_t gpa, uint64_t len)
+{
+	struct vv_dev *d = opaque;
+
+	return gmem_hva(d->owner->cfg.mem, gpa, len);
+}
+
+static void host_log(void *opaque, const char *msg)
+{
+	(void)opaque;
+	vm_log("%s", msg);
+}
+
+static void host_pulse_irq(void *opaque)
+{
+	struct vv_dev *d = opaque;
+	uint64_t one = 1;
+
+	if (d->irqfd >= 0) {
+		(void)!write(d->irqfd, &one, sizeof(one));
+		return;
+	}
+	for (uint32_t level = 1;; level = 0) {
+		struct kvm_irq_level irq = { .irq = d->win.gsi, .level = level };
+
+		ioctl(d->owner->cfg.vm_fd, KVM_IRQ_LINE, &irq);
+		if (!level)
+			break;
+	}
+}
+
+/* A notification that reached userspace (no ioeventfd matched), or more work: to the I/O thread. */
+static void host_notify_queue(void *opaque, unsigned q)
+{
+	struct vv_dev *d = opaque;
+	uint64_t one = 1;
+
+	if (q < VIRTIO_MAX_QUEUES && d->q[q].efd >= 0)
+		(void)!write(d->q[q].efd, &one, sizeof(one));
+}
+
+static int mmio_access(void *opaque, struct bus_access *a)
+{
+	struct vv_dev *d = opaque;
+	struct dev_io io = {
+		.addr = a->addr, .offset = a->offset, .len = a->len, .is_write = a->is_write, .data = a->data
+	};
+
+	virtio_mmio_io(d->dev, &io);
+	return 0;
+}
+
+/* ---- setting up ------------------------------------------------------------------------- */
+
+static int make_device(struct vm_virtio *vv, const struct vm_virtio_window *w, struct errbuf *err)
+{
+	struct vv_dev *d = &vv->dev[vv->n];
+	int rc;
+
+	*d = (struct vv_dev){ .owner = vv, .win = *w, .irqfd = -1 };
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
+		d->q[i] = (struct vv_queue){ d, i, -1 };
+	d->host = (struct dev_host){
+		.opaque = d,
+		.gpa_to_hva = host_gpa_to_hva,
+		.log = host_log,
+		.pulse_irq = host_pulse_irq,
+		.notify_queue = host_notify_queue,
+	};
+	rc = virtio_rng_create(&d->dev, &d->host);
+	if (rc)
+		return errbuf_set(err, rc, "%s: %s", w->name, strerror(-rc));
+	d->part = &virtio_rng_part;
+	vv->n++;
+	return bus_register(vv->cfg.bus, BUS_MMIO, w->base, w->len, mmio_access, d, w->name, err);
+}
+
+/* The queues' eventfds (in KVM as ioeventfds where it can), the irqfd, the epoll set. */
+static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *err)
+{
+	struct kvm_irqfd irqfd = { .gsi = d->win.gsi };
+
+	/* PERFVISOR_VIRTIO_FALLBACK=1 (the tests): no ioeventfd, no irqfd, as where KVM lacks them. */
+	bool fallback =
+		getenv("PERFVISOR_VIRTIO_FALLBACK") && !strcmp(getenv("PERFVISOR_VIRTIO_FALLBACK"), "1");
+
+	d->ioeventfd = !fallback;
+	for (unsigned i = 0; i < virtio_mmio_nr_queues(d->dev); i++) {
+		struct vv_queue *q = &d->q[i];
+		struct kvm_ioeventfd ioe = {
+			.datamatch = i,
+			.addr = d->win.base + VIRTIO_MMIO_QUEUE_NOTIFY,
+			.len = 4,
+			.flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
+		};
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = q };
+
+		q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (q->efd < 0)
+			return errbuf_set(err, -errno, "%s: eventfd: %s", d->win.name, strerror(errno));
+		ioe.fd = q->efd;
+		if (fallback || ioctl(vv->cfg.vm_fd, KVM_IOEVENTFD, &ioe) < 0)
+			d->ioeventfd = false; /* notifications exit to the bus, which writes q->efd */
+		if (epoll_ctl(vv->epfd, EPOLL_CTL_ADD, q->efd, &ev) < 0)
+			return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
+	}
+	d->irqfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (d->irqfd < 0)
+		return errbuf_set(err, -errno, "%s: eventfd: %s", d->win.name, strerror(errno));
+	irqfd.fd = (uint32_t)d->irqfd;
+	if (fallback || ioctl(vv->cfg.vm_fd, KVM_IRQFD, &irqfd) < 0) {
+		close(d->irqfd);
+		d->irqfd = -1;
+	}
+	if (vv->cfg.verbose)
+		vm_log("%s: virtio-mmio at 0x%" PRIx64 "-0x%" PRIx64
+		       ", GSI %u; notify by %s, interrupt by %s",
+		       d->win.name, d->win.base, d->win.base + d->win.len - 1, d->win.gsi,
+		       d->ioeventfd ? "ioeventfd" : "MMIO exit", d->irqfd >= 0 ? "irqfd" : "KVM_IRQ_LINE");
+	return 0;
+}
+
+int vm_virtio_create(struct vm_virtio **out, const struct vm_virtio_config *cfg, struct errbuf *err)
+{
+	struct vm_virtio_window w[VM_VIRTIO_MAX];
+	unsigned n = vm_virtio_plan(cfg->rng, w, VM_VIRTIO_MAX);
+	struct vm_virtio *vv;
+	int rc = 0;
+
+	*out = NULL;
+	if (!n)
+		return 0; /* no device asked for: no window, no fd, no thread */
+	vv = calloc(1, sizeof(*vv));
+	if (!vv)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	*out = vv;
+	vv->cfg = *cfg;
+	vv->epfd = vv->stop_efd = -1;
+	pthread_mutex_init(&vv->io_lock, NULL);
+	pthread_mutex_init(&vv->lock, NULL);
+	pthread_cond_init(&vv->cond, NULL);
+	vv->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	vv->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (vv->stop_efd < 0 || vv->epfd < 0)
+		return errbuf_set(err, -errno, "virtio: eventfd/epoll: %s", strerror(errno));
+	if (epoll_ctl(vv->epfd, EPOLL_CTL_ADD, vv->stop_efd, &(struct epoll_event){ .events = EPOLLIN }) < 0)
+		return errbuf_set(err, -errno, "virtio: epoll_ctl: %s", strerror(errno));
+	for (unsigned i = 0; i < n && !rc; i++) {
+		rc = make_device(vv, &w[i], err);
+		if (!rc)
+			rc = wire_device(vv, &vv->dev[i], err);
+	}
+	return rc;
+}
+
+unsigned vm_virtio_windows(const struct vm_virtio *vv, struct vm_virtio_window *out, unsigned max)
+{
+	for (unsigned i = 0; vv && i < vv->n && i < max; i++)
+		out[i] = vv->dev[i].win;
+	return vv ? vv->n : 0;
+}
+
+/* ---- snapshot parts --------------------------------------------------------------------- */
+
+/* The VM is paused: no register access comes; io_lock keeps the I/O thread off until it resumes. */
+static void part_save(void *obj, void *state)
+{
+	struct vv_dev *d = obj;
+
+	pthread_mutex_lock(&d->owner->io_lock);
+	virtio_mmio_save(d->dev, state);
+	pthread_mutex_unlock(&d->owner->io_lock);
+}
+
+static int part_load(void *obj, const void *state, struct errbuf *err)
+{
+	struct vv_dev *d = obj;
+	int rc = virtio_mmio_load(d->dev, state);
+
+	return rc ? errbuf_set(err, rc, "%s refuses its saved state: a ready queue's rings are not in RAM",
+			       d->win.name)
+		  : 0;
+}
+
+static const struct vm_part_ops part_ops = { .save = part_save, .load = part_load };
+
+int vm_virtio_add_parts(struct vm_virtio *vv, struct vm_parts *l, struct errbuf *err)
+{
+	for (unsigned i = 0; vv && i < vv->n; i++) {
+		int rc = vm_parts_add(l, vv->dev[i].part, &part_ops, &vv->dev[i], err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* ---- the I/O thread ---------------------------------------------------------------------- */
+
+/*
+ * Serve one queue, unless the VM is paused: then wait (a snapshot is
+ * saving the devices and guest memory) and serve after the resume.
+ */
+static void serve(struct vm_virtio *vv, struct vv_queue *q)
+{
+	const struct timespec ms = { 0, 1000000 };
+
+	pthread_mutex_lock(&vv->io_lock);
+	while (vmctl_paused(vv->cfg.ctl) && !vmctl_stopping(vv->cfg.ctl)) {
+		pthread_mutex_unlock(&vv->io_lock);
+		nanosleep(&ms, NULL);
+		pthread_mutex_lock(&vv->io_lock);
+	}
+	if (!vmctl_stopping(vv->cfg.ctl))
+		virtio_mmio_serve(q->dev->dev, q->index);
+	pthread_mutex_unlock(&vv->io_lock);
+}
+
+static void *io_thread(void *arg)
+{
+	struct vm_virtio *vv = arg;
+	struct epoll_event ev[16];
+	int rc;
+
+	rc = seccomp_install(vv->mode, SECCOMP_THREAD_IO, 0, &vv->start_err);
+	pthread_mutex_lock(&vv->lock);
+	vv->start_rc = rc;
+	vv->start_done = true;
+	pthread_cond_broadcast(&vv->cond);
+	pthread_mutex_unlock(&vv->lock);
+	if (rc)
+		return NULL;
+	/* A restored VM may have requests whose notification was in flight at the snapshot. */
+	for (unsigned i = 0; i < vv->n; i++)
+		for (unsigned k = 0; k < virtio_mmio_nr_queues(vv->dev[i].dev); k++)
+			serve(vv, &vv->dev[i].q[k]);
+	for (;;) {
+		int n = epoll_wait(vv->epfd, ev, 16, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			vm_log("virtio I/O thread: epoll_wait: %s", strerror(errno));
+			return NULL;
+		}
+		for (int k = 0; k < n; k++) {
+			struct vv_queue *q = ev[k].data.ptr;
+			uint64_t v;
+
+			if (!q)
+				return NULL; /* the stop eventfd */
+			(void)!read(q->efd, &v, sizeof(v));
+			serve(vv, q);
+		}
+	}
+}
+
+static const int sync_signals[] = { SIGSYS, SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGTRAP, SIGABRT };
+
+int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf *err)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (!vv)
+		return 0;
+	vv->mode = mode;
+	/*
+	 * Every signal blocked (the thread must not take the process's), but
+	 * the synchronous ones: a blocked SIGSYS from its seccomp filter would
+	 * kill the process without the handler's message.
+	 */
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&all, sync_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = -pthread_create(&vv->thread, NULL, io_thread, vv);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc)
+		return errbuf_set(err, rc, "virtio: cannot start the I/O thread: %s", strerror(-rc));
+	vv->started = true;
+	pthread_mutex_lock(&vv->lock);
+	while (!vv->start_done)
+		pthread_cond_wait(&vv->cond, &vv->lock);
+	rc = vv->start_rc;
+	pthread_mutex_unlock(&vv->lock);
+	return rc ? errbuf_set(err, rc, "%s", vv->start_err.msg) : 0;
+}
+
+void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
+			    unsigned *n)
+{
+	*n = 0;
+	*names = vv ? vv->stat_names : NULL;
+	*bytes = vv ? vv->stat_bytes : NULL;
+	for (unsigned i = 0; vv && i < vv->n; i++) {
+		/* "virtio-rng" gives "virtio.rng.requests" */
+		const char *dev = strchr(vv->dev[i].win.name, '-');
+
+		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS; k++, (*n)++) {
+			snprintf(vv->stat_name[*n], sizeof(vv->stat_name[*n]), "virtio.%s.%s",
+				 dev ? dev + 1 : vv->dev[i].win.name, counter_names[k]);
+			vv->stat_names[*n] = vv->stat_name[*n];
+			vv->stat_bytes[*n] = k == 1; /* "bytes" */
+		}
+	}
+}
+
+void vm_virtio_stats_read(void *ctx, uint64_t *values)
+{
+	const struct vm_virtio *vv = ctx;
+
+	for (unsigned i = 0; i < vv->n; i++)
+		virtio_mmio_get_counters(vv->dev[i].dev,
+					 (struct virtio_counters *)(values + i * VM_VIRTIO_NR_STATS));
+}
+
+void vm_virtio_log(const struct vm_virtio *vv)
+{
+	for (unsigned i = 0; vv && i < vv->n; i++) {
+		struct virtio_counters c;
+
+		virtio_mmio_get_counters(vv->dev[i].dev, &c);
+		vm_log("%s: %" PRIu64 " requests, %" PRIu64 " bytes, %" PRIu64 " notifications, %" PRIu64
+		       " interrupts, %" PRIu64 " dropped, %" PRIu64 " resets needed, %" PRIu64
+		       " bad accesses",
+		       vv->dev[i].win.name, c.requests, c.bytes, c.notifies, c.interrupts, c.dropped,
+		       c.needs_reset, c.bad_accesses);
+	}
+}
+
+void vm_virtio_destroy(struct vm_virtio *vv)
+{
+	uint64_t one = 1;
+
+	if (!vv)
+		return;
+	if (vv->started) {
+		(void)!write(vv->stop_efd, &one, sizeof(one));
+		pthread_join(vv->thread, NULL);
+	}
+	for (unsigned i = 0; i < vv->n; i++) {
+		struct vv_dev *d = &vv->dev[i];
+
+		for (unsigned k = 0; k < VIRTIO_MAX_QUEUES; k++)
+			if (d->q[k].efd >= 0)
+				close(d->q[k].efd);
+		if (d->irqfd >= 0)
+			close(d->irqfd);
+		virtio_mmio_destroy(d->dev);
+	}
+	if (vv->epfd >= 0)
+		close(vv->epfd);
+	if (vv->stop_efd >= 0)
+		close(vv->stop_efd);
+	pthread_mutex_destroy(&vv->io_lock);
+	pthread_mutex_destroy(&vv->lock);
+	pthread_cond_destroy(&vv->cond);
+	free(vv);
+}
