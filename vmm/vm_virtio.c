@@ -126,6 +126,17 @@ unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_win
 	return n;
 }
 
+unsigned vm_virtio_acpi_devs(const struct vm_virtio_plan_in *in, struct acpi_mmio_dev *out, unsigned max)
+{
+	struct vm_virtio_window w[VM_VIRTIO_MAX];
+	unsigned n = vm_virtio_plan(in, w, VM_VIRTIO_MAX);
+
+	for (unsigned i = 0; i < n && i < max; i++)
+		out[i] =
+			(struct acpi_mmio_dev){ w[i].hid, w[i].uid, w[i].base, (uint32_t)w[i].len, w[i].gsi };
+	return n;
+}
+
 /* ---- what a device gets from the VM ------------------------------------------------- */
 
 static void *host_gpa_to_hva(void *opaque, uint64_t gpa, uint64_t len)

@@ -52,6 +52,9 @@ struct vm_virtio_plan_in {
  */
 unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_window *out, unsigned max);
 
+/* The same as the DSDT's entries (machine/acpi.c): copies at most max, returns how many. Pure. */
+unsigned vm_virtio_acpi_devs(const struct vm_virtio_plan_in *in, struct acpi_mmio_dev *out, unsigned max);
+
 struct vm_virtio;
 
 struct vm_virtio_config {
