@@ -33,9 +33,10 @@ if [ ! -s "$dir/vmlinuz" ]; then
 	basename "$(ls "$dir/cache/"*.deb)" >"$dir/package"
 	rm -rf "$dir/cache/root" "$dir/vmlinux" "$dir/modules"
 fi
-# The modules, in load order: virtio's core and transport, the devices, ext4 and what it needs.
-mods="virtio_ring virtio virtio_mmio virtio-rng virtio_blk failover net_failover virtio_net crc16 mbcache jbd2 ext4"
-if [ ! -s "$dir/modules/order" ]; then
+# The modules, in load order: virtio's core and transport, the devices, ext4 and what it needs
+# (crc32c_generic: the metadata checksums mke2fs enables by default, which ext4 asks the crypto API for).
+mods="virtio_ring virtio virtio_mmio virtio-rng virtio_blk failover net_failover virtio_net crc16 crc32c_generic mbcache jbd2 ext4"
+if [ "$(cat "$dir/modules/order" 2>/dev/null | tr '\n' ' ')" != "$mods " ]; then # none yet, or another list
 	deb=$(ls "$dir/cache/"*.deb 2>/dev/null | head -n 1)
 	[ -n "$deb" ] || { echo "debian-kernel: the kernel package is no longer in $dir/cache: remove $dir/vmlinuz to fetch it again" >&2; exit 1; }
 	rm -rf "$dir/cache/root" "$dir/modules.tmp" && mkdir -p "$dir/modules.tmp"
