@@ -46,8 +46,18 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
 	host="KVM nested in QEMU TCG: absolute numbers are not those of bare metal; read the ratios"
+	# QEMU in the test VM needs its firmware too: microvm's default (qboot.rom,
+	# for the -kernel cases) from this machine's qemu-system-data, at the same
+	# path (QEMU looks in BINDIR/../share/qemu). Only these: the test VM's
+	# root file system is an initramfs in its RAM.
+	fw=
+	fwdir=$(cd "$(dirname "$qemu")/../share/qemu" 2>/dev/null && pwd || true)
+	for f in qboot.rom bios-microvm.bin; do
+		[ -n "$fwdir" ] && [ -e "$fwdir/$f" ] && fw="$fw $fwdir/$f"
+	done
+	[ -n "$fw" ] || echo "bench: QEMU's microvm firmware (qboot.rom) not found: its -kernel baselines will fail" >&2
 	# The snapshot bench keeps a 1 GiB guest and its files in the test VM's RAM.
-	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
+	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu$fw${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "BUILD='$build' BENCH_RUNS=$runs BENCH_HOST='$host' sh bench/boot.sh; s=\$?; echo;
 BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; echo;
 BUILD='$build' BENCH_PROF_RUNS=3 BENCH_PROF_ITERS=100000000 BENCH_HOST='$host' sh bench/profile.sh || s=1; echo;
