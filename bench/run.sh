@@ -4,11 +4,12 @@
 # (bench/boot.sh runs both), then the PV PMU benchmark (bench/pmu.sh), then
 # the host-side profiling benchmark (bench/profile.sh), then the snapshot
 # benchmark (bench/snapshot.sh), then the seccomp benchmark
-# (bench/seccomp.sh) on KVM, in one session. Where this machine
+# (bench/seccomp.sh), then the Linux boot benchmark (bench/linux.sh: Debian's
+# kernel to /init, perfvisor against QEMU microvm) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
-# use the test VM even with /dev/kvm, BUILD.
+# use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh), BUILD.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,10 @@ done
 pmu_runs=${BENCH_PMU_RUNS:-5}
 case "$pmu_runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PMU_RUNS must be a positive number" >&2; exit 2 ;; esac
 bash scripts/deps.sh bench
+# The Linux benchmark's kernel and initramfs, those of the Linux tests (cached).
+bash tests/integration/debian-kernel.sh "$build" >/dev/null
+bash tests/integration/linux-initramfs.sh "$build" >/dev/null
+linux_runs=${BENCH_LINUX_RUNS:-3}
 qemu=$(command -v qemu-system-x86_64)
 
 if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHOST:-}" ]; then
@@ -42,6 +47,8 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/snapshot.sh || status=1
 	echo
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/seccomp.sh || status=1
+	echo
+	BUILD=$build BENCH_LINUX_RUNS=$linux_runs BENCH_HOST="KVM on this machine" sh bench/linux.sh || status=1
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
@@ -62,5 +69,6 @@ else
 BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; echo;
 BUILD='$build' BENCH_PROF_RUNS=3 BENCH_PROF_ITERS=100000000 BENCH_HOST='$host' sh bench/profile.sh || s=1; echo;
 BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
-BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; exit \$s"
+BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; echo;
+BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_HOST='$host' sh bench/linux.sh || s=1; exit \$s"
 fi
