@@ -57,10 +57,10 @@ for size in $sizes; do
 		# 1 GiB guest's memory file and two copies of it do not fit there (the
 		# fsync'ed copy, made last, failed with ENOSPC).
 		[ "${BENCH_SNAP_KEEP:-1}" = 0 ] && [ $r -gt 1 ] && rm -rf "$tmp/s$r"
-		"$spawn" -n 1 -w 0 -d "$tmp" -l copy -- dd if="$tmp/s1/memory" of="$tmp/copy$r" bs=4M >"$tmp/copy.tsv"
+		"$spawn" -n 1 -w 0 -d "$tmp" -t 900 -l copy -- dd if="$tmp/s1/memory" of="$tmp/copy$r" bs=4M >"$tmp/copy.tsv"
 		awk -F '\t' '$1 == "copy" { print $3 }' "$tmp/copy.tsv" >>"$tmp/copy.us"
 		[ "${BENCH_SNAP_KEEP:-1}" = 0 ] && rm -f "$tmp/copy$r"
-		"$spawn" -n 1 -w 0 -d "$tmp" -l copy+fsync -- dd if="$tmp/s1/memory" of="$tmp/sync$r" bs=4M conv=fsync >"$tmp/copy.tsv"
+		"$spawn" -n 1 -w 0 -d "$tmp" -t 900 -l copy+fsync -- dd if="$tmp/s1/memory" of="$tmp/sync$r" bs=4M conv=fsync >"$tmp/copy.tsv"
 		awk -F '\t' '$1 == "copy+fsync" { print $3 }' "$tmp/copy.tsv" >>"$tmp/sync.us"
 		[ "${BENCH_SNAP_KEEP:-1}" = 0 ] && rm -f "$tmp/sync$r"
 		r=$((r + 1))
