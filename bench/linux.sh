@@ -116,12 +116,12 @@ function ratio(x, base, target) {
 END {
 	printf "perfvisor bench — Linux boot to /init (%s)\n", host
 	printf "%s, busybox initramfs, %s vCPUs, %s, console on the serial port; target: perfvisor <= 0.50x QEMU\n", pkg, cpus, mem
-	printf "%-26s %4s %12s %14s %13s %14s %9s\n", "case", "runs", "Run /init s", "ratio", "wall /init s", "ratio", "exit s"
+	printf "%-26s %4s %12s  %-16s %12s  %-16s %7s\n", "case", "runs", "Run /init s", "ratio", "wall /init s", "ratio", "exit s"
 	for (i = 1; i <= n; i++) {
 		base = lab[i] ~ /^qemu/ ? i : i - 1
 		tg = lab[i] ~ /^qemu/ ? "1.00 (baseline)" : ratio(g[i], g[base], 1)
 		tw = lab[i] ~ /^qemu/ ? "1.00 (baseline)" : ratio(mark[i], mark[base], 1)
-		printf "%-26s %4d %12.2f %14s %13.2f %14s %9.2f\n", lab[i], runs[i], g[i], tg, mark[i], tw, wall[i]
+		printf "%-26s %4d %12.2f  %-16s %12.2f  %-16s %7.2f\n", lab[i], runs[i], g[i], tg, mark[i], tw, wall[i]
 	}
 	printf "Run /init s: the guest'"'"'s printk time of \"Run /init as init process\"; wall /init s: exec to \"pvinit: reached /init\"\n"
 	printf "on the console; exit s: exec to the VMM'"'"'s exit (poweroff -f). Medians; each ratio is against the QEMU row above it.\n"
