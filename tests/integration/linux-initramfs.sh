@@ -11,7 +11,8 @@
 # tests/integration/debian-kernel.sh): `pvinit.mods=1` loads them all, in
 # order, before anything else; `pvinit=rng` then reads /dev/hwrng;
 # `pvinit=disk` mounts /dev/vda on /mnt and runs /mnt/pvtest.sh (a script a
-# test put in the image) before powering off. The cpio (newc) is
+# test put in the image) before powering off; `pvinit=idle` idles for 600 s
+# (bench/linux.sh reads the VMM's memory meanwhile). The cpio (newc) is
 # written by `cpio -o -H newc`, which GNU cpio and busybox's both do.
 # Prints what it has; exit 1 with one line saying why if it cannot.
 # Usage: tests/integration/linux-initramfs.sh [BUILD]
@@ -82,6 +83,7 @@ case " $(cat /proc/cmdline) " in
 	sync
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
+*" pvinit=idle "*) echo "pvinit: idle"; sleep 600; poweroff -f ;;
 *) echo "pvinit: poweroff -f"; poweroff -f ;;
 esac
 sleep 60
