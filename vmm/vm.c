@@ -232,7 +232,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = vm_virtio_create(&vm->virtio,
 				      &(struct vm_virtio_config){ vm->cfg.rng, vm->fd, &vm->mem, &vm->ctl,
-								  &vm->bus, cfg->verbose },
+								  &vm->bus, cfg->verbose, vm->cfg.net,
+								  vm->cfg.nr_net, vm->cfg.name },
 				      err);
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,
