@@ -239,6 +239,7 @@ struct virtio_net_params {
 	uint8_t mac[6];
 	uint64_t offloads;  /* VIRTIO_NET_OFFLOADS bits the tap takes: offered */
 	const char *ifname; /* the tap's name, kept for the snapshot */
+	const char *name;   /* in its log lines ("virtio-net0"; NULL: "virtio-net"); must outlive it */
 	struct virtio_net_io io;
 };
 

@@ -159,7 +159,7 @@ static int mmio_access(void *opaque, struct bus_access *a)
 static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 {
 	const struct vm_net_cfg *nc = &d->owner->cfg.net[i];
-	struct virtio_net_params p = { .ifname = nc->tap };
+	struct virtio_net_params p = { .ifname = nc->tap, .name = d->win.name };
 	int rc;
 
 	d->tap = calloc(1, sizeof(*d->tap));
