@@ -223,7 +223,8 @@ FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
 FUZZ_SRCS_stats := fuzz/stats.c stats/reader.c util/util.c
 FUZZ_OPTS_stats := -DSTATS_READ_TIMEOUT_NS=100000ULL
-FUZZ_SRCS_virtqueue := fuzz/virtqueue.c devices/virtqueue.c devices/virtio_mmio.c devices/virtio_rng.c util/util.c
+FUZZ_SRCS_virtqueue := fuzz/virtqueue.c devices/virtqueue.c devices/virtio_mmio.c devices/virtio_rng.c \
+	devices/virtio_net.c util/util.c
 FUZZ_OPTS_virtqueue :=
 FUZZ_TARGETS := snapshot api loaders pmu stats virtqueue
 define fuzz_target

@@ -11,7 +11,9 @@
  * hostile: first the misuses a driver must not make (notifications of
  * queues not set up, a receive buffer smaller than a header, a transmit
  * chain longer than 64 KiB, a reset with frames pending), then the same
- * exchange must still work.
+ * exchange must still work. pause_ms=M: after the exchange, print
+ * "virtio-net: waiting", sleep M ms (a snapshot is taken meanwhile), then
+ * exchange again.
  */
 #include "guest.h"
 
@@ -131,6 +133,12 @@ static bool receive(bool (*match)(const uint8_t *f, uint32_t len), const char *w
 		}
 	}
 	printf("virtio-net: %u other frames while waiting for %s\n", others, what);
+	return false;
+}
+
+static bool never(void *arg)
+{
+	(void)arg;
 	return false;
 }
 
@@ -281,6 +289,7 @@ int main(const struct pv_bootinfo *bi)
 {
 	const char *s;
 	bool hostile = cmdline_has("hostile");
+	uint32_t pause_ms = (uint32_t)cmdline_get_u64("pause_ms", 0);
 
 	(void)bi;
 	rx.base = tx.base = cmdline_get_u64("base", VIO_BASE);
@@ -318,6 +327,12 @@ int main(const struct pv_bootinfo *bi)
 		report(bring_up(false), "up again after the reset");
 	}
 	exchange(hostile ? "after the misuses" : "first");
+	if (pause_ms) {
+		printf("virtio-net: waiting %u ms\n", pause_ms);
+		rt_wait_irq(never, NULL, (uint64_t)pause_ms * 1000);
+		printf("virtio-net: going on\n");
+		exchange("second");
+	}
 	report(vio_read(&rx, 0x070) == 0xf, "status 0x%x: no NEEDS_RESET", vio_read(&rx, 0x070));
 	/* One may wait in the LAPIC since the last wait: it comes when interrupts are on. */
 	report(rt_wait_irq(irq_seen, NULL, 2000000), "the device's interrupts arrive (%u)", irqs);

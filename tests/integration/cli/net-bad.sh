@@ -41,12 +41,13 @@ expect_status 125; expect_err '--net tap=lo: not a tap interface'; expect_no_out
 done_test
 
 tap=pvtest-perm0
-tap_make $tap || { echo "FAIL net-not-permitted: cannot make tap $tap"; exit 1; }
+tap_make $tap 0 || { echo "FAIL net-not-permitted: cannot make tap $tap"; exit 1; }
 # lib.sh's pvt_end closes the file: the tap goes first, the status stays.
 trap 'rc_=$?; tap_del $tap; (exit $rc_); pvt_end' EXIT
 
 # As nobody, with /dev/kvm and /dev/net/tun opened up for the moment (udev makes the tun device
-# 0666; the test host's devtmpfs leaves it 0600): a tap root owns is not nobody's.
+# 0666; the test host's devtmpfs leaves it 0600): a tap owned by root is not nobody's (one
+# with no owner and no group is anyone's).
 cur=net-not-permitted; ok=1
 if id nobody >/dev/null 2>&1; then
 	mode=$(stat -c %a /dev/kvm) tmode=$(stat -c %a /dev/net/tun)
