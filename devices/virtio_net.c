@@ -73,10 +73,14 @@ static int net_rx(struct net *n, const struct vq_chain *c, uint32_t *written)
 	if (c->write_len < VIRTIO_NET_HDR_LEN + ETH_HDR)
 		return -EINVAL;
 	len = n->p.io.rx(n->p.io.opaque, iov, cnt);
-	if (len == -EAGAIN)
+	if (len < 0) {
+		/* No frame; or a read error: counted, the chain kept (an error must not eat the ring). */
+		if (len != -EAGAIN)
+			NCOUNT(n, rx_dropped, 1);
 		return -EAGAIN;
-	if (len < 0 || (uint64_t)len > c->write_len || len < VIRTIO_NET_HDR_LEN) {
-		/* A read error, or a frame larger than the chain (the tap truncated it): it is lost. */
+	}
+	if ((uint64_t)len > c->write_len || len < VIRTIO_NET_HDR_LEN) {
+		/* A frame larger than the chain (the tap truncated it): it is lost. */
 		NCOUNT(n, rx_dropped, 1);
 		return -EMSGSIZE;
 	}

@@ -347,6 +347,21 @@ Test(virtio_net, rx_small_buffers_and_big_frames_are_dropped_and_counted)
 	cr_assert_eq(ncounters().rx_packets, 0);
 }
 
+Test(virtio_net, rx_read_errors_keep_the_chain)
+{
+	up(1u << 5);
+	rx_len = -EIO;
+	desc(RXQ_BASE, 0, BUFS, 1526, true, false);
+	avail(RXQ_BASE, 0);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 0, "the chain stays available");
+	cr_assert_eq(ncounters().rx_dropped, 1);
+	rx_len = 60;
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 60);
+}
+
 Test(virtio_net, notifications_before_the_queues_are_ready_do_nothing)
 {
 	rx_len = 60;
