@@ -13,7 +13,8 @@
  * chain longer than 64 KiB, a reset with frames pending), then the same
  * exchange must still work. pause_ms=M: after the exchange, print
  * "virtio-net: waiting", sleep M ms (a snapshot is taken meanwhile), then
- * exchange again.
+ * exchange again. flood=N: then N UDP frames of 1442 bytes, 8 per
+ * notification, and their rate.
  */
 #include "guest.h"
 
@@ -26,6 +27,7 @@ static struct vio_queue rxq, txq;
 static struct vio_dev rx, tx;
 static uint8_t rxbuf[NRX][RXBUF] __attribute__((aligned(64)));
 static uint8_t hdr[HDR], frame[1514], big[70000];
+static uint8_t txbuf[8][HDR + 1442] __attribute__((aligned(64)));
 static uint8_t mac[6], host_mac[6];
 static uint8_t my_ip[4] = { 10, 0, 2, 15 }, host_ip[4] = { 10, 0, 2, 1 };
 static uint16_t rx_seen; /* used entries of the RX queue looked at */
@@ -210,6 +212,55 @@ static uint32_t echo_request(uint16_t seq)
 	return 14 + 20 + 8 + 32;
 }
 
+/*
+ * Send n UDP frames of 1442 bytes (1400 of payload, to the host's discard
+ * port), 8 chains per notification, each batch waited for; print the rate.
+ */
+static void flood(uint32_t n)
+{
+	const uint32_t len = 14 + 20 + 8 + 1400;
+	uint32_t sent = 0;
+	uint64_t t0, us;
+
+	for (unsigned k = 0; k < 8; k++) {
+		uint8_t *f = txbuf[k] + HDR, *ip = f + 14, *udp = f + 34;
+
+		memcpy(f, host_mac, 6);
+		memcpy(f + 6, mac, 6);
+		put16(f + 12, 0x0800);
+		ip[0] = 0x45;
+		put16(ip + 2, 20 + 8 + 1400);
+		ip[8] = 64;
+		ip[9] = 17; /* UDP */
+		memcpy(ip + 12, my_ip, 4);
+		memcpy(ip + 16, host_ip, 4);
+		put16(ip + 10, csum(ip, 20));
+		put16(udp, 4321);
+		put16(udp + 2, 9);
+		put16(udp + 4, 8 + 1400);
+	}
+	t0 = rdtsc();
+	while (sent < n) {
+		uint32_t batch = n - sent < 8 ? n - sent : 8;
+
+		for (uint32_t k = 0; k < batch; k++) {
+			txq.desc[k] = (struct vio_desc){ (uintptr_t)txbuf[k], HDR + len, 0, 0 };
+			txq.avail_ring[tx.next_avail++ % tx.num] = (uint16_t)k;
+		}
+		__atomic_store_n(&txq.avail_idx, tx.next_avail, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		vio_write(&tx, 0x050, 1);
+		if (!vio_wait_used(&tx, tx.next_avail, 5000000))
+			break;
+		sent += batch;
+	}
+	us = tsc_to_us(rdtsc() - t0);
+	report(sent == n, "flood: %u of %u frames sent", sent, n);
+	printf("virtio-net: flood: %u frames of %u bytes in %lu us: %lu frames/s, %lu KB/s\n", sent, len,
+	       (unsigned long)us, (unsigned long)(us ? sent * 1000000ULL / us : 0),
+	       (unsigned long)(us ? sent * (uint64_t)len * 1000ULL / us : 0));
+}
+
 /* Reset, negotiate, both queues, DRIVER_OK, receive buffers posted (hostile: none, misuses first). */
 static bool bring_up(bool hostile)
 {
@@ -327,6 +378,8 @@ int main(const struct pv_bootinfo *bi)
 		report(bring_up(false), "up again after the reset");
 	}
 	exchange(hostile ? "after the misuses" : "first");
+	if (cmdline_get_u64("flood", 0))
+		flood((uint32_t)cmdline_get_u64("flood", 0));
 	if (pause_ms) {
 		printf("virtio-net: waiting %u ms\n", pause_ms);
 		rt_wait_irq(never, NULL, (uint64_t)pause_ms * 1000);
