@@ -223,10 +223,12 @@ FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
 FUZZ_SRCS_stats := fuzz/stats.c stats/reader.c util/util.c
 FUZZ_OPTS_stats := -DSTATS_READ_TIMEOUT_NS=100000ULL
+FUZZ_SRCS_devices := fuzz/devices.c devices/rtc.c devices/acpipm.c devices/port92.c util/util.c
+FUZZ_OPTS_devices :=
 FUZZ_SRCS_virtqueue := fuzz/virtqueue.c devices/virtqueue.c devices/virtio_mmio.c devices/virtio_rng.c \
 	devices/virtio_net.c util/util.c
 FUZZ_OPTS_virtqueue :=
-FUZZ_TARGETS := snapshot api loaders pmu stats virtqueue
+FUZZ_TARGETS := snapshot api loaders pmu stats devices virtqueue
 define fuzz_target
 $(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
 	$$(Q)mkdir -p $$(dir $$@) && echo "  FUZZ    $$@"

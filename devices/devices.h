@@ -142,6 +142,77 @@ bool i8042_state_valid(const struct i8042_state *st);
 /* -EINVAL, changing nothing, for a pending command the controller never waits on. */
 int i8042_restore(struct i8042 *k, const struct i8042_state *st);
 
+/* ---- CMOS RTC and CMOS RAM (MC146818-compatible; devices/rtc.c) --------- */
+#define RTC_INDEX_PORT 0x70 /* write: the register index (bit 7: NMI mask, kept, not acted on) */
+#define RTC_DATA_PORT 0x71  /* the indexed register */
+#define RTC_CMOS_SIZE 128   /* registers and RAM bytes */
+
+struct rtc;
+
+/* A wall clock: nanoseconds since the epoch (the host's CLOCK_REALTIME unless a test sets one). */
+typedef int64_t (*rtc_clock_fn)(void *opaque);
+
+/* Create an RTC showing the host's time (UTC). 0 or -ENOMEM. `host` is unused (no IRQ 8). */
+int rtc_create(struct rtc **out, const struct dev_host *host);
+void rtc_destroy(struct rtc *r);
+/* Use `fn` as the host clock (NULL: CLOCK_REALTIME again). For tests. */
+void rtc_set_clock(struct rtc *r, rtc_clock_fn fn, void *opaque);
+/* port is RTC_INDEX_PORT or RTC_DATA_PORT. Thread-safe (internal lock). */
+uint8_t rtc_read(struct rtc *r, uint16_t port);
+void rtc_write(struct rtc *r, uint16_t port, uint8_t value);
+
+/* The RTC's state, for snapshots: the restored guest time is the host clock + offset. */
+struct rtc_state {
+	uint64_t offset;	     /* guest seconds - host seconds, two's complement */
+	uint8_t index;		     /* the index register, NMI-mask bit included */
+	uint16_t cmos_len;	     /* RTC_CMOS_SIZE */
+	uint8_t cmos[RTC_CMOS_SIZE]; /* registers and RAM; the time registers count only while SET */
+};
+
+void rtc_save(struct rtc *r, struct rtc_state *st);
+/* Could an RTC be in this state (128 bytes, an offset within +-10000 years)? Pure. */
+bool rtc_state_valid(const struct rtc_state *st);
+/* -EINVAL, changing nothing, for a state no RTC could be in. Any thread. */
+int rtc_restore(struct rtc *r, const struct rtc_state *st);
+
+/* ---- System Control Port A (0x92; devices/port92.c) --------------------- */
+struct port92;
+
+int port92_create(struct port92 **out, const struct dev_host *host);
+void port92_destroy(struct port92 *p);
+/* Bit 1 (A20) reads back; a write with bit 0 set stops the VM with status 0 (fast reset). */
+uint8_t port92_read(struct port92 *p);
+void port92_write(struct port92 *p, uint8_t value);
+
+struct port92_state {
+	uint8_t value; /* bit 1, A20 */
+};
+
+/* ---- ACPI PM1a blocks, PM timer, reset register (devices/acpipm.c) ------- */
+/* Ports: PV_LB_ACPI_* in include/perfvisor/legacy_boot.h (the FADT announces them). */
+struct acpipm;
+
+int acpipm_create(struct acpipm **out, const struct dev_host *host);
+void acpipm_destroy(struct acpipm *p);
+/*
+ * An access of `len` bytes at `offset` in the block, byte by byte (any
+ * width works). Writing SLP_EN with SLP_TYP 5 (\_S5) stops the VM with
+ * status 0, as does PV_LB_ACPI_RESET_VALUE at the reset register. Thread-safe.
+ */
+void acpipm_access(struct acpipm *p, unsigned offset, uint8_t *data, unsigned len, bool is_write);
+/* The PM timer: 3.579545 MHz from the host's monotonic clock, 24 bits. */
+uint32_t acpipm_timer(struct acpipm *p);
+
+struct acpipm_state {
+	uint16_t sts, en; /* PM1 status and enable */
+	uint16_t cnt;	  /* PM1 control: SCI_EN (always set), BM_RLD, SLP_TYP */
+};
+
+void acpipm_save(struct acpipm *p, struct acpipm_state *st);
+/* Does PM1 control hold only bits it keeps, SCI_EN among them? Pure. */
+bool acpipm_state_valid(const struct acpipm_state *st);
+int acpipm_restore(struct acpipm *p, const struct acpipm_state *st);
+
 /* ---- virtio-mmio devices (virtio 1.x, register layout version 2; docs/devices.md) ---- */
 #define VIRTIO_MMIO_SIZE 0x1000u	/* each device's window */
 #define VIRTIO_MMIO_QUEUE_NOTIFY 0x050u /* the notify register: a 32-bit write of the queue index */
@@ -284,7 +355,7 @@ struct dev_io {
 	uint8_t *data; /* in for writes, out for reads */
 };
 
-#define DEV_MAX_RANGES 2
+#define DEV_MAX_RANGES 8
 
 struct dev_range {
 	uint64_t base, len;
@@ -318,7 +389,8 @@ struct dev_desc {
 };
 
 /* The devices other code names (the main loop feeds the UART; tests look at their parts). */
-extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg;
+extern const struct dev_desc dev_serial, dev_testdev, dev_debugexit, dev_i8042, dev_fwcfg, dev_rtc,
+	dev_port92, dev_acpipm, dev_absent;
 
 /* Every device of the machine, in the order the VM makes them (devices/table.c). */
 extern const struct dev_desc *const dev_table[];

@@ -15,6 +15,10 @@
 	X(debugexit) \
 	X(i8042) \
 	X(fwcfg) \
+	X(rtc) \
+	X(port92) \
+	X(acpipm) \
+	X(absent) \
 	/* the end of the list */
 /* clang-format on */
 

@@ -105,9 +105,13 @@ static void cpu32(struct boot_result *out, uint64_t rax, uint64_t rbx)
 static int common(struct gmem *mem, const struct boot_config *cfg, const uint64_t *gdt, size_t gdt_len,
 		  struct errbuf *err)
 {
+	int rc;
+
 	memcpy(gmem_hva(mem, PV_LB_GDT_GPA, gdt_len), gdt, gdt_len);
-	if (acpi_build(mem, PV_LB_RSDP_GPA, PV_LB_HIGH_GPA, cfg->nr_cpus))
-		return errbuf_set(err, -ENOSPC, "internal: the ACPI tables do not fit");
+	rc = acpi_build(mem, PV_LB_RSDP_GPA, PV_LB_HIGH_GPA, cfg->nr_cpus, cfg->acpi_devs, cfg->nr_acpi_devs);
+	if (rc)
+		return errbuf_set(err, rc, "internal: the ACPI tables %s",
+				  rc == -ENOSPC ? "do not fit" : "cannot describe a device");
 	return 0;
 }
 

@@ -224,6 +224,8 @@ struct boot_config {
 	const char *const *modules; /* --initrd values: "PATH [ARGS...]" */
 	unsigned nr_modules;
 	unsigned nr_cpus;
+	const struct acpi_mmio_dev *acpi_devs; /* the MMIO devices the DSDT lists (none: NULL, 0) */
+	unsigned nr_acpi_devs;
 };
 
 struct boot_result {
@@ -260,12 +262,58 @@ struct boot_elf64 {
  */
 int boot_write_elf64(struct gmem *mem, const struct boot_elf64 *b, struct errbuf *err);
 
+/* An MMIO device the DSDT describes, e.g. a virtio-mmio transport ("LNRO0005"). */
+struct acpi_mmio_dev {
+	const char *hid; /* _HID: an ACPI or PNP id, 1-8 letters and digits */
+	uint32_t uid;	 /* _UID */
+	uint64_t base;	 /* Memory32Fixed: base + len must be within 4 GiB */
+	uint32_t len;
+	uint32_t gsi; /* its interrupt: edge-triggered, active high */
+};
+
+#define ACPI_MAX_MMIO_DEVS 4096 /* Device names D000-DFFF */
+
 /*
- * ACPI tables for nr_cpus CPUs (APIC id = index) and the IOAPIC: RSDP
- * (revision 0) at `rsdp`, then RSDT and MADT, all inside [rsdp, end).
- * Returns 0 or -ENOSPC. Pure.
+ * ACPI tables for nr_cpus CPUs (APIC id = index), the IOAPIC, the PC's
+ * fixed hardware and `nr_devs` MMIO devices: RSDP (revision 0) at `rsdp`,
+ * then RSDT, MADT, FACS, FADT (full, not hardware-reduced: PM1a blocks,
+ * PM timer and reset register at PV_LB_ACPI_*, SCI on IRQ 9, no 8042, a
+ * CMOS RTC with century) and DSDT (\_S5 and one Device each in \_SB),
+ * all inside [rsdp, end). Returns 0, -ENOSPC, or -EINVAL for a device
+ * entry the tables cannot hold (docs/boot.md "ACPI tables"). Pure.
  */
-int acpi_build(struct gmem *mem, uint64_t rsdp, uint64_t end, unsigned nr_cpus);
+int acpi_build(struct gmem *mem, uint64_t rsdp, uint64_t end, unsigned nr_cpus,
+	       const struct acpi_mmio_dev *devs, unsigned nr_devs);
+
+/* ---- AML byte-code writer (aml.c) ------------------------------------------ */
+/* Output into buf[0, cap); `failed` is set, and stays, on overflow or a bad name. */
+struct aml {
+	uint8_t *buf;
+	size_t len, cap;
+	bool failed;
+};
+
+void aml_init(struct aml *a, void *buf, size_t cap);
+void aml_byte(struct aml *a, uint8_t b);
+void aml_bytes(struct aml *a, const void *p, size_t n);
+/* A NameString: "\\_SB_.D000", "_HID"; segments of 1-4 of A-Z, 0-9, _ (padded with _). 0 or -EINVAL. */
+int aml_name(struct aml *a, const char *path);
+/* The shortest integer encoding: Zero, One, Byte, Word, DWord or QWord. */
+void aml_integer(struct aml *a, uint64_t v);
+void aml_string(struct aml *a, const char *s);
+/* Name(NAME, ...): the caller writes the value next. 0 or -EINVAL. */
+int aml_name_decl(struct aml *a, const char *name);
+/*
+ * Terms with a PkgLength: open one (its start is returned), write its
+ * contents, then aml_close(start) inserts the length. They nest.
+ */
+size_t aml_open(struct aml *a, uint8_t op);
+void aml_close(struct aml *a, size_t start);
+size_t aml_scope(struct aml *a, const char *name);
+size_t aml_device(struct aml *a, const char *name);
+size_t aml_package(struct aml *a, uint8_t nr_elements);
+/* Buffer() { the n bytes at p } */
+void aml_buffer(struct aml *a, const void *p, size_t n);
 
 /* ---- CPUID (cpuid.c) ------------------------------------------------------ */
 struct kvm_cpuid2;

@@ -12,10 +12,13 @@ set -euo pipefail
 # briefly); and what `make check`'s integration tests run: Prometheus (the
 # server that scrapes the exporter, and promtool) and busybox (its nc and
 # wget talk HTTP); xz-utils, which decompresses the Debian kernel's vmlinux
-# for the boot-protocol tests (tests/integration/debian-kernel.sh).
+# for the boot-protocol tests (tests/integration/debian-kernel.sh);
+# acpica-tools, whose `iasl -d` disassembles the DSDT perfvisor writes in
+# the ACPI unit tests (an independent reading of the AML); cpio, which packs
+# the Linux tests' initramfs (tests/integration/linux-initramfs.sh).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
 	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format libxxhash-dev clang
-	libclang-rt-dev prometheus busybox-static xz-utils)
+	libclang-rt-dev prometheus busybox-static xz-utils acpica-tools cpio)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

@@ -191,6 +191,7 @@ static int create_stats(struct vm *vm, struct errbuf *err)
 int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 {
 	struct vm *vm = calloc(1, sizeof(*vm));
+	struct acpi_mmio_dev acpi_devs[VM_VIRTIO_MAX]; /* the virtio devices, for the DSDT */
 	bool restore = cfg->restore != NULL;
 	int rc;
 
@@ -221,8 +222,10 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	/* configure: the kernel, the devices, the PV PMU, the vCPUs, their boot state or the snapshot's */
 	if (!rc && !restore)
 		rc = boot_load(&vm->mem,
-			       &(struct boot_config){ cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
-						      cfg->nr_cpus },
+			       &(struct boot_config){
+				       cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd, cfg->nr_cpus,
+				       acpi_devs,
+				       vm_virtio_acpi_devs(cfg->rng, cfg->nr_net, acpi_devs, VM_VIRTIO_MAX) },
 			       &vm->boot, err);
 	if (!rc)
 		rc = vm_devices_create(&vm->devs,

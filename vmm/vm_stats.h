@@ -20,7 +20,7 @@
 #include "pmu/pmu.h"
 #include "stats/stats.h"
 
-#define VM_STATS_MAX_IO_RANGES 16
+#define VM_STATS_MAX_IO_RANGES 32
 #define VM_STATS_MAX_EXTRA 64
 
 /*

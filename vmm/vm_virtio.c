@@ -99,6 +99,17 @@ unsigned vm_virtio_plan(bool rng, unsigned nr_net, struct vm_virtio_window *out,
 	return n;
 }
 
+unsigned vm_virtio_acpi_devs(bool rng, unsigned nr_net, struct acpi_mmio_dev *out, unsigned max)
+{
+	struct vm_virtio_window w[VM_VIRTIO_MAX];
+	unsigned n = vm_virtio_plan(rng, nr_net, w, VM_VIRTIO_MAX);
+
+	for (unsigned i = 0; i < n && i < max; i++)
+		out[i] =
+			(struct acpi_mmio_dev){ w[i].hid, w[i].uid, w[i].base, (uint32_t)w[i].len, w[i].gsi };
+	return n;
+}
+
 /* ---- what a device gets from the VM ------------------------------------------------- */
 
 static void *host_gpa_to_hva(void *opaque, uint64_t gpa, uint64_t len)

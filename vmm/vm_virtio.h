@@ -45,6 +45,9 @@ struct vm_virtio_window {
  */
 unsigned vm_virtio_plan(bool rng, unsigned nr_net, struct vm_virtio_window *out, unsigned max);
 
+/* The same as the DSDT's entries (machine/acpi.c): copies at most max, returns how many. Pure. */
+unsigned vm_virtio_acpi_devs(bool rng, unsigned nr_net, struct acpi_mmio_dev *out, unsigned max);
+
 struct vm_virtio;
 
 struct vm_virtio_config {

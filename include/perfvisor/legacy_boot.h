@@ -32,4 +32,19 @@
 #define PV_LB_IOAPIC_GPA 0xfec00000ULL
 #define PV_LB_LAPIC_GPA 0xfee00000ULL
 
+/*
+ * The ACPI power-management block the FADT announces (devices/acpipm.c,
+ * docs/devices.md): the PM1a event block (status, enable), the PM1a
+ * control block, the 24-bit PM timer and the reset register, in I/O space.
+ */
+#define PV_LB_ACPI_PM_BASE 0x600
+#define PV_LB_ACPI_PM_LEN 0x10
+#define PV_LB_ACPI_PM1_EVT (PV_LB_ACPI_PM_BASE + 0x0) /* 4 bytes: PM1 status, PM1 enable */
+#define PV_LB_ACPI_PM1_CNT (PV_LB_ACPI_PM_BASE + 0x4) /* 2 bytes: PM1 control */
+#define PV_LB_ACPI_PM_TMR (PV_LB_ACPI_PM_BASE + 0x8)  /* 4 bytes: the PM timer (24 bits, 3.579545 MHz) */
+#define PV_LB_ACPI_RESET (PV_LB_ACPI_PM_BASE + 0xc)   /* 1 byte: write PV_LB_ACPI_RESET_VALUE to reset */
+#define PV_LB_ACPI_RESET_VALUE 0x01
+#define PV_LB_ACPI_SLP_TYP_S5 5 /* \_S5's SLP_TYP: soft off */
+#define PV_LB_ACPI_SCI_IRQ 9	/* the SCI's ISA line (never raised) */
+
 #endif

@@ -5,7 +5,11 @@
 # linux-image-amd64 points to, unpacked with dpkg-deb; then its vmlinuz
 # (a bzImage) and, decompressed from the bzImage's payload, its vmlinux
 # (an ELF with a PVH note; --single-stream: the kernel appends its size after the xz stream: kvm_pvm boots that one, its emulated ring 0
-# being too slow for the decompressor). Prints what it has; exit 1 with one
+# being too slow for the decompressor); and, from the same package, the
+# modules a virtio guest needs (every virtio driver and ext4 are modules in
+# Debian's config, DESIGN §11) in BUILD/debian-kernel/modules/, with `order`
+# listing them in load order (each after what it depends on).
+# Prints what it has; exit 1 with one
 # line saying why if it cannot. Usage: tests/integration/debian-kernel.sh [BUILD]
 set -euo pipefail
 build=${1:-build}
@@ -27,7 +31,23 @@ if [ ! -s "$dir/vmlinuz" ]; then
 	k=$(ls "$dir/cache/root/boot/"vmlinuz-* | head -n 1)
 	cp "$k" "$dir/vmlinuz.tmp" && mv "$dir/vmlinuz.tmp" "$dir/vmlinuz"
 	basename "$(ls "$dir/cache/"*.deb)" >"$dir/package"
-	rm -rf "$dir/cache/root" "$dir/vmlinux"
+	rm -rf "$dir/cache/root" "$dir/vmlinux" "$dir/modules"
+fi
+# The modules, in load order: virtio's core and transport, the devices, ext4 and what it needs.
+mods="virtio_ring virtio virtio_mmio virtio-rng virtio_blk failover net_failover virtio_net crc16 mbcache jbd2 ext4"
+if [ ! -s "$dir/modules/order" ]; then
+	deb=$(ls "$dir/cache/"*.deb 2>/dev/null | head -n 1)
+	[ -n "$deb" ] || { echo "debian-kernel: the kernel package is no longer in $dir/cache: remove $dir/vmlinuz to fetch it again" >&2; exit 1; }
+	rm -rf "$dir/cache/root" "$dir/modules.tmp" && mkdir -p "$dir/modules.tmp"
+	dpkg-deb -x "$deb" "$dir/cache/root"
+	for m in $mods; do
+		f=$(find "$dir/cache/root/lib/modules" -name "$m.ko" | head -n 1)
+		[ -n "$f" ] || { echo "debian-kernel: $(basename "$deb") has no module $m.ko" >&2; rm -rf "$dir/cache/root" "$dir/modules.tmp"; exit 1; }
+		cp "$f" "$dir/modules.tmp/"
+		echo "$m" >>"$dir/modules.tmp/order"
+	done
+	rm -rf "$dir/cache/root" "$dir/modules"
+	mv "$dir/modules.tmp" "$dir/modules"
 fi
 if [ ! -s "$dir/vmlinux" ]; then
 	# The compressed payload: after the setup sectors, at payload_offset for payload_length bytes.
@@ -39,4 +59,4 @@ if [ ! -s "$dir/vmlinux" ]; then
 		{ echo "debian-kernel: cannot decompress the payload of $dir/vmlinuz with xz" >&2; rm -f "$dir/vmlinux.tmp"; exit 1; }
 	mv "$dir/vmlinux.tmp" "$dir/vmlinux"
 fi
-echo "debian-kernel: $(cat "$dir/package"): $dir/vmlinuz ($(wc -c <"$dir/vmlinuz") bytes), $dir/vmlinux ($(wc -c <"$dir/vmlinux") bytes)"
+echo "debian-kernel: $(cat "$dir/package"): $dir/vmlinuz ($(wc -c <"$dir/vmlinuz") bytes), $dir/vmlinux ($(wc -c <"$dir/vmlinux") bytes), $(wc -l <"$dir/modules/order") modules"

@@ -20,11 +20,12 @@ esac
 # The test files the selection names (all without one); unknown names end it here.
 files=$(sh tests/integration/tests.sh "$build" -n $(echo "$sel" | tr ',' ' ')) || exit 2
 
-# The Debian kernel the boot-protocol tests boot: fetched on this machine
-# (the test host has no network), cached in $build/debian-kernel. If this
-# fails, the debian-kernel test fails and says so.
-if grep -q '/debian-kernel\.sh$' <<<"$files"; then
+# The Debian kernel the Linux tests boot and their busybox initramfs: fetched
+# on this machine (the test host has no network), cached in $build/debian-kernel
+# and $build/linux-initramfs. If this fails, the tests fail and say so.
+if grep -q '/linux/' <<<"$files"; then
 	bash tests/integration/debian-kernel.sh "$build" || true
+	bash tests/integration/linux-initramfs.sh "$build" || true
 fi
 
 if [ -c /dev/kvm ] && [ -z "${PERFVISOR_FORCE_TESTHOST:-}" ]; then

@@ -586,7 +586,7 @@ Test(boot, acpi_tables)
 	const uint8_t *rsdp = mem.hva + PV_LB_RSDP_GPA, *rsdt, *madt;
 	uint32_t madt_len;
 
-	cr_assert_eq(acpi_build(&mem, PV_LB_RSDP_GPA, PV_LB_HIGH_GPA, 64), 0);
+	cr_assert_eq(acpi_build(&mem, PV_LB_RSDP_GPA, PV_LB_HIGH_GPA, 64, NULL, 0), 0);
 	cr_assert_arr_eq(rsdp, "RSD PTR ", 8);
 	cr_assert_eq(sum(rsdp, 20), 0, "RSDP checksum");
 	rsdt = mem.hva + *(const uint32_t *)(rsdp + 16);
@@ -595,11 +595,11 @@ Test(boot, acpi_tables)
 	madt = mem.hva + *(const uint32_t *)(rsdt + 36);
 	madt_len = *(const uint32_t *)(madt + 4);
 	cr_assert_arr_eq(madt, "APIC", 4);
-	cr_assert_eq(madt_len, 44 + 64 * 8 + 12);
+	cr_assert_eq(madt_len, 44 + 64 * 8 + 12 + 10, "CPUs, the IOAPIC, the SCI's override");
 	cr_assert_eq(sum(madt, madt_len), 0, "MADT checksum");
 	cr_assert_eq(madt[44 + 63 * 8 + 3], 63, "the last LAPIC's APIC id");
 	cr_assert_eq(madt[44 + 64 * 8], 1, "then the IOAPIC");
 	cr_assert_eq(*(const uint32_t *)(madt + 44 + 64 * 8 + 4), 0xfec00000u);
-	cr_assert_eq(acpi_build(&mem, PV_LB_RSDP_GPA, PV_LB_RSDP_GPA + 0x100, 64), -ENOSPC);
-	cr_assert_eq(acpi_build(&mem, MEM - 0x40, MEM + 0x1000, 1), -ENOSPC, "outside RAM");
+	cr_assert_eq(acpi_build(&mem, PV_LB_RSDP_GPA, PV_LB_RSDP_GPA + 0x100, 64, NULL, 0), -ENOSPC);
+	cr_assert_eq(acpi_build(&mem, MEM - 0x40, MEM + 0x1000, 1, NULL, 0), -ENOSPC, "outside RAM");
 }

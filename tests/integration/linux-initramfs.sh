@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build, once, the initramfs the Linux boot tests (tests/integration/linux/linux-boot.sh)
+# hand Debian's kernel, into BUILD/linux-initramfs/: a static busybox (Debian's
+# busybox-static package, fetched with `apt-get download` and unpacked with
+# dpkg-deb, like tests/integration/debian-kernel.sh fetches the kernel) and an
+# /init that prints what the tests check (the time from the system clock, the
+# RTC and hwclock) and then powers off or reboots, as `pvinit=` on the kernel
+# command line says (poweroff, the default, or reboot). It also carries the
+# kernel package's virtio and ext4 modules (BUILD/debian-kernel/modules, from
+# tests/integration/debian-kernel.sh): `pvinit.mods=1` loads them all, in
+# order, before anything else; `pvinit=rng` then reads /dev/hwrng;
+# `pvinit=disk` mounts /dev/vda on /mnt and runs /mnt/pvtest.sh (a script a
+# test put in the image) before powering off. The cpio (newc) is
+# written by `cpio -o -H newc`, which GNU cpio and busybox's both do.
+# Prints what it has; exit 1 with one line saying why if it cannot.
+# Usage: tests/integration/linux-initramfs.sh [BUILD]
+set -euo pipefail
+build=${1:-build}
+dir=$build/linux-initramfs
+here=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$dir"
+
+if [ ! -s "$dir/busybox" ]; then
+	rm -rf "$dir/cache" && mkdir -p "$dir/cache"
+	(cd "$dir/cache" && timeout 600 apt-get download -q busybox-static >/dev/null 2>"$PWD/apt.err") || {
+		apt-get update -qq >/dev/null 2>&1 || true
+		(cd "$dir/cache" && timeout 600 apt-get download -q busybox-static >/dev/null 2>"$PWD/apt.err")
+	} || { echo "linux-initramfs: apt-get download busybox-static failed: $(tail -n 1 "$dir/cache/apt.err")" >&2; exit 1; }
+	rm -rf "$dir/cache/root"
+	dpkg-deb -x "$dir/cache/"*.deb "$dir/cache/root"
+	cp "$dir/cache/root/bin/busybox" "$dir/busybox.tmp" && mv "$dir/busybox.tmp" "$dir/busybox"
+	basename "$(ls "$dir/cache/"*.deb)" >"$dir/package"
+	rm -rf "$dir/cache"
+fi
+# The init changes with this script: rebuild the archive when the script is newer.
+mods=$build/debian-kernel/modules
+if [ ! -s "$dir/initramfs.cpio" ] || [ "$here/linux-initramfs.sh" -nt "$dir/initramfs.cpio" ] ||
+	[ "$mods/order" -nt "$dir/initramfs.cpio" ]; then
+	r=$dir/root
+	rm -rf "$r" && mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/mnt" "$r/lib/modules"
+	cp "$dir/busybox" "$r/bin/busybox"
+	[ -s "$mods/order" ] && cp "$mods/"*.ko "$mods/order" "$r/lib/modules/"
+	cat >"$r/init" <<'INIT'
+#!/bin/busybox sh
+# perfvisor's Linux boot test: what the guest sees, then poweroff -f or reboot -f.
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+echo "pvinit: reached /init"
+case " $(cat /proc/cmdline) " in
+*" pvinit.mods=1 "*)
+	n=0
+	for m in $(cat /lib/modules/order 2>/dev/null); do
+		insmod "/lib/modules/$m.ko" && n=$((n + 1)) || echo "pvinit: insmod $m failed"
+	done
+	echo "pvinit: $n modules loaded"
+	mdev -s 2>/dev/null
+	;;
+esac
+echo "pvinit: date $(date -u +%s) ($(date -u))"
+echo "pvinit: rtc0 $(cat /sys/class/rtc/rtc0/name 2>/dev/null) since_epoch $(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null)"
+echo "pvinit: hwclock $(hwclock -r -u 2>&1)"
+echo "pvinit: date $(date -u +%s) again"
+case " $(cat /proc/cmdline) " in
+*" pvinit=rng "*)
+	echo "pvinit: rng_available $(cat /sys/class/misc/hw_random/rng_available 2>&1)"
+	echo "pvinit: rng_current $(cat /sys/class/misc/hw_random/rng_current 2>&1)"
+	echo "pvinit: hwrng $(dd if=/dev/hwrng bs=32 count=1 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+	echo "pvinit: entropy_avail $(cat /proc/sys/kernel/random/entropy_avail)"
+	echo "pvinit: poweroff -f"; poweroff -f ;;
+*" pvinit=disk "*)
+	if mount -t ext4 /dev/vda /mnt; then
+		echo "pvinit: mounted /dev/vda"
+		[ -f /mnt/pvtest.sh ] && sh /mnt/pvtest.sh
+		umount /mnt && echo "pvinit: unmounted /dev/vda"
+	else
+		echo "pvinit: mount /dev/vda failed"
+	fi
+	sync
+	echo "pvinit: poweroff -f"; poweroff -f ;;
+*" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
+*) echo "pvinit: poweroff -f"; poweroff -f ;;
+esac
+sleep 60
+INIT
+	chmod +x "$r/init"
+	(cd "$r" && find . | cpio -o -H newc --quiet) >"$dir/initramfs.tmp" 2>/dev/null && [ -s "$dir/initramfs.tmp" ] ||
+		{ echo "linux-initramfs: cpio -o -H newc failed" >&2; rm -f "$dir/initramfs.tmp"; exit 1; }
+	mv "$dir/initramfs.tmp" "$dir/initramfs.cpio"
+	rm -rf "$r"
+fi
+echo "linux-initramfs: $(cat "$dir/package"): $dir/initramfs.cpio ($(wc -c <"$dir/initramfs.cpio") bytes)"
