@@ -97,7 +97,11 @@ case " $(cat /proc/cmdline) " in
 	echo "pvinit: net sent md5 $(stream | md5sum | cut -d' ' -f1)"
 	t0=$(now); stream | nc 10.0.2.1 5001; t1=$(now)
 	echo "pvinit: net sent $mb MiB in $t0 $t1"
-	t0=$(now); got=$(nc 10.0.2.1 5002 </dev/null | md5sum | cut -d' ' -f1); t1=$(now)
+	# busybox nc ends when the other side closes, and closes its side when its input ends: the
+	# receiver's input is a fifo that never ends (the shell holds it open), so the sender's end
+	# of the stream is what ends the connection.
+	mkfifo /tmp/idle && exec 3<>/tmp/idle
+	t0=$(now); got=$(nc 10.0.2.1 5002 <&3 | md5sum | cut -d' ' -f1); t1=$(now)
 	echo "pvinit: net received md5 $got, $mb MiB in $t0 $t1"
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;

@@ -35,7 +35,10 @@ md5sum <"$T/h2g.data" | cut -d' ' -f1 >"$T/h2g.want"
 T=$T MB=$MB PV=$PV DK=$DK IR=$IR MKTAP=$MKTAP cur=$cur busybox unshare -n sh -c '
 	busybox ip link set lo up
 	"$MKTAP" pvlinux0 && busybox ip addr add 10.0.2.1/24 dev pvlinux0 && busybox ip link set pvlinux0 up || exit 99
-	busybox nc -l -p 5001 </dev/null >"$T/g2h.data" &
+	# busybox nc ends when the other side closes and closes its side when its input ends: the
+	# receiver reads a fifo that never ends (this shell holds it open), so the sender ends it.
+	mkfifo "$T/idle" && exec 3<>"$T/idle"
+	busybox nc -l -p 5001 <&3 >"$T/g2h.data" &
 	p1=$!
 	busybox nc -l -p 5002 <"$T/h2g.data" >/dev/null &
 	p2=$!
