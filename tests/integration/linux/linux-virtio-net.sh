@@ -31,7 +31,9 @@ fi
 head -c 1048576 /dev/urandom >"$T/blk"
 i=0; while [ $i -lt "$MB" ]; do cat "$T/blk"; i=$((i + 1)); done >"$T/h2g.data"
 md5sum <"$T/h2g.data" | cut -d' ' -f1 >"$T/h2g.want"
-# Everything network in the namespace: the tap, the listeners, perfvisor.
+# Everything network in the namespace: the tap, the listeners, perfvisor. Bounded below the test
+# host's 300 s without output. (Known, 2026-12-05: with the nc fix this run went quiet for 300 s,
+# not investigated yet: a slow or stalled 100 MiB transfer; PVT_NET_MB=N sets the size.)
 T=$T MB=$MB PV=$PV DK=$DK IR=$IR MKTAP=$MKTAP cur=$cur busybox unshare -n sh -c '
 	busybox ip link set lo up
 	"$MKTAP" pvlinux0 && busybox ip addr add 10.0.2.1/24 dev pvlinux0 && busybox ip link set pvlinux0 up || exit 99
@@ -42,8 +44,8 @@ T=$T MB=$MB PV=$PV DK=$DK IR=$IR MKTAP=$MKTAP cur=$cur busybox unshare -n sh -c 
 	p1=$!
 	busybox nc -l -p 5002 <"$T/h2g.data" >/dev/null &
 	p2=$!
-	timeout -s KILL 560 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 512M --cpus 2 \
-		--net tap=pvlinux0,mac=52:54:00:12:34:58 --verbose --timeout 540 \
+	timeout -s KILL 260 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 512M --cpus 2 \
+		--net tap=pvlinux0,mac=52:54:00:12:34:58 --verbose --timeout 240 \
 		--cmdline "console=ttyS0 printk.time=1 panic=-1 pvinit.mods=1 pvinit=net pvinit.netmb=$MB" \
 		>"$T/$cur.out" 2>"$T/$cur.err" </dev/null
 	echo $? >"$T/st"
