@@ -147,6 +147,20 @@ void virtio_mmio_destroy(struct virtio_mmio *v)
 	free(v);
 }
 
+void *virtio_mmio_backend(struct virtio_mmio *v)
+{
+	return v->be;
+}
+
+unsigned virtio_mmio_backend_counters(struct virtio_mmio *v, const char *const **names, uint64_t *values)
+{
+	if (names)
+		*names = v->ops->stat_names;
+	if (values && v->ops->nr_stats)
+		v->ops->read_stats(v->be, values);
+	return v->ops->nr_stats;
+}
+
 unsigned virtio_mmio_nr_queues(const struct virtio_mmio *v)
 {
 	return v->ops->nr_queues;
@@ -232,6 +246,8 @@ static void write_status(struct virtio_mmio *v, uint32_t val)
 		add &= ~S_DRIVER_OK;
 	}
 	v->st.status = old | add;
+	if ((add & S_DRIVER_OK) && v->ops->activate)
+		v->ops->activate(v->be, v->st.drv_features);
 }
 
 /* ---- queues ------------------------------------------------------------------------ */
@@ -306,6 +322,7 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 	struct vq_chain c;
 	unsigned budget = q->num;
 	enum vq_err e;
+	int rc;
 
 	while (budget) {
 		enum vq_pop r = vq_pop(q, &v->host, indirect, &c, &e);
@@ -326,7 +343,11 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		if (r == VQ_POP_BAD) {
 			COUNT(v, dropped);
 			vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
-		} else if (v->ops->handle(v->be, qi, &c, &written) < 0 || written > c.write_len) {
+		} else if ((rc = v->ops->handle(v->be, qi, &c, &written)) == -EAGAIN) {
+			q->last_avail--; /* not now: the chain stays available, the backend calls again */
+			budget = 1;
+			break;
+		} else if (rc < 0 || written > c.write_len) {
 			COUNT(v, dropped);
 			written = 0;
 		} else {
@@ -348,6 +369,14 @@ void virtio_mmio_serve(struct virtio_mmio *v, unsigned qi)
 {
 	pthread_mutex_lock(&v->lock);
 	COUNT(v, notifies);
+	if (can_serve(v, qi))
+		serve(v, qi);
+	pthread_mutex_unlock(&v->lock);
+}
+
+void virtio_mmio_poll(struct virtio_mmio *v, unsigned qi)
+{
+	pthread_mutex_lock(&v->lock);
 	if (can_serve(v, qi))
 		serve(v, qi);
 	pthread_mutex_unlock(&v->lock);
@@ -540,6 +569,8 @@ int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
 	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c */
 	copy_counters(&v->c, &st->c);
 	memcpy(v->q, q, sizeof(q));
+	if ((v->st.status & S_DRIVER_OK) && v->ops->activate)
+		v->ops->activate(v->be, v->st.drv_features);
 	pthread_mutex_unlock(&v->lock);
 	return 0;
 }

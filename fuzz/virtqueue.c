@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: the split virtqueue walker (devices/virtqueue.c) and
- * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng behind
- * it), driven as a hostile guest drives them. The input fills a 64 KiB
+ * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng or
+ * virtio-net behind it: its TX gather and RX fill, over a fake tap whose
+ * frames have lengths from the input), driven as a hostile guest drives them. The input fills a 64 KiB
  * guest RAM and either sets up one queue anywhere in it (walker mode) or
  * is a program of register accesses and queue services (transport mode).
  * Every buffer handed out must lie inside RAM, and every walk must end.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "devices/virtio_internal.h"
 
@@ -25,6 +28,50 @@ static void *hva(void *opaque, uint64_t gpa, uint64_t len)
 }
 
 static const struct dev_host host = { .gpa_to_hva = hva };
+
+static long next_frame; /* the fake tap's next frame length; -EAGAIN: none */
+
+/* Every iovec the device hands the tap lies in guest RAM. */
+static size_t check_iov(const struct iovec *iov, int n)
+{
+	size_t total = 0;
+
+	if (n < 0 || n > (int)VQ_MAX_BUFS)
+		abort();
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+
+		if (!iov[i].iov_len || p < ram || iov[i].iov_len > RAM || p + iov[i].iov_len > ram + RAM)
+			abort();
+		total += iov[i].iov_len;
+	}
+	return total;
+}
+
+/* As a tap does: copies what fits of a frame, returns its whole length. */
+static long fake_rx(void *opaque, const struct iovec *iov, int n)
+{
+	size_t room = check_iov(iov, n);
+	long len = next_frame;
+
+	(void)opaque;
+	if (len < 0)
+		return len;
+	for (int i = 0; i < n && room; i++)
+		memset(iov[i].iov_base, 0x5a, iov[i].iov_len);
+	next_frame = -EAGAIN;
+	return len;
+}
+
+static long fake_tx(void *opaque, const struct iovec *iov, int n)
+{
+	size_t len = check_iov(iov, n);
+
+	(void)opaque;
+	if (len < VIRTIO_NET_HDR_LEN || len > VIRTIO_NET_HDR_LEN + VIRTIO_NET_MAX_FRAME)
+		abort(); /* the device checks the length before the tap sees it */
+	return (long)len;
+}
 
 static uint16_t u16at(const uint8_t *p)
 {
@@ -79,14 +126,20 @@ static void walker(const uint8_t *d, size_t size)
 	}
 }
 
-static void transport(const uint8_t *d, size_t size)
+static void transport(const uint8_t *d, size_t size, bool net)
 {
+	static const long frames[] = { -EAGAIN, 60, 1514, 9000, 70000, 5, -EIO, 12 };
+	struct virtio_net_params np = { .mac = { 0x52, 0x54, 0, 1, 2, 3 },
+					.offloads = VIRTIO_NET_OFFLOADS,
+					.io = { NULL, fake_rx, fake_tx, NULL } };
 	size_t img = size < 4096 ? size : 4096;
 	struct virtio_mmio *v;
 	struct virtio_mmio_state st;
+	struct virtio_net_state ns;
 
 	memcpy(ram, d, img);
-	if (virtio_rng_create(&v, &host))
+	next_frame = -EAGAIN;
+	if (net ? virtio_net_create(&v, &host, &np) : virtio_rng_create(&v, &host))
 		abort();
 	for (size_t at = img; at + 6 <= size; at += 6) {
 		const uint8_t *s = d + at;
@@ -102,9 +155,19 @@ static void transport(const uint8_t *d, size_t size)
 			virtio_mmio_io(v, &io);
 			break;
 		case 2:
-			virtio_mmio_serve(v, s[0] >> 7);
+			next_frame = frames[(s[0] >> 2) & 7];
+			if (net && (s[0] & 0x40))
+				virtio_mmio_poll(v, 0); /* a frame came to the tap */
+			else
+				virtio_mmio_serve(v, s[0] >> 7);
 			break;
 		default:
+			if (net) {
+				virtio_net_save(v, &ns);
+				if (virtio_net_load(v, &ns))
+					abort();
+				break;
+			}
 			virtio_mmio_save(v, &st);
 			if (virtio_mmio_load(v, &st))
 				abort(); /* a state the device saved must load */
@@ -122,6 +185,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		walker(data + 1, size - 1);
 	else
-		transport(data + 1, size - 1);
+		transport(data + 1, size - 1, data[0] & 2);
 	return 0;
 }

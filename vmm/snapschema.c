@@ -29,6 +29,8 @@ static void build(void)
 	/* The virtio devices, made only when asked for (vm_virtio.c), after the machine's own. */
 	if (schema.nr_devices < SNAP_MAX_PARTS)
 		devices[schema.nr_devices++] = &virtio_rng_part;
+	for (unsigned i = 0; i < VIRTIO_NET_MAX && schema.nr_devices < SNAP_MAX_PARTS; i++)
+		devices[schema.nr_devices++] = &virtio_net_parts[i];
 }
 
 const struct snap_schema *vm_snap_schema(void)

@@ -224,7 +224,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		rc = boot_load(&vm->mem,
 			       &(struct boot_config){
 				       cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd, cfg->nr_cpus,
-				       acpi_devs, vm_virtio_acpi_devs(cfg->rng, acpi_devs, VM_VIRTIO_MAX) },
+				       acpi_devs,
+				       vm_virtio_acpi_devs(cfg->rng, cfg->nr_net, acpi_devs, VM_VIRTIO_MAX) },
 			       &vm->boot, err);
 	if (!rc)
 		rc = vm_devices_create(&vm->devs,
@@ -234,7 +235,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = vm_virtio_create(&vm->virtio,
 				      &(struct vm_virtio_config){ vm->cfg.rng, vm->fd, &vm->mem, &vm->ctl,
-								  &vm->bus, cfg->verbose },
+								  &vm->bus, cfg->verbose, vm->cfg.net,
+								  vm->cfg.nr_net, vm->cfg.name },
 				      err);
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,

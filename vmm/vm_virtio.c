@@ -26,13 +26,15 @@
 
 #include "devices/devices.h"
 #include "seccomp.h"
+#include "vm_net.h"
 
 struct vv_dev;
 
 struct vv_queue {
 	struct vv_dev *dev;
 	unsigned index;
-	int efd; /* KVM's ioeventfd for QueueNotify == index; also written by the MMIO fallback */
+	int efd;  /* KVM's ioeventfd for QueueNotify == index; also written by the MMIO fallback */
+	bool tap; /* the tap's readiness (edge-triggered), not a notification: efd is -1 */
 };
 
 struct vv_dev {
@@ -44,6 +46,8 @@ struct vv_dev {
 	int irqfd; /* -1: KVM_IRQ_LINE pulses instead */
 	bool ioeventfd;
 	struct vv_queue q[VIRTIO_MAX_QUEUES];
+	struct vm_tap *tap;	   /* virtio-net: its tap, else NULL */
+	struct vv_queue tap_ready; /* virtio-net: the tap has frames for queue 0 */
 };
 
 struct vm_virtio {
@@ -62,9 +66,9 @@ struct vm_virtio {
 	struct errbuf start_err;
 	enum seccomp_mode mode;
 	/* the statistics fields' names: virtio.<dev>.<counter> */
-	char stat_name[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS][48];
-	const char *stat_names[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
-	uint8_t stat_bytes[VM_VIRTIO_MAX * VM_VIRTIO_NR_STATS];
+	char stat_name[VM_VIRTIO_MAX * VM_VIRTIO_MAX_STATS][48];
+	const char *stat_names[VM_VIRTIO_MAX * VM_VIRTIO_MAX_STATS];
+	uint8_t stat_bytes[VM_VIRTIO_MAX * VM_VIRTIO_MAX_STATS];
 };
 
 /* struct virtio_counters' fields, in order, as statistics field names. */
@@ -74,14 +78,19 @@ static const char *const counter_names[VM_VIRTIO_NR_STATS] = {
 _Static_assert(sizeof(struct virtio_counters) == VM_VIRTIO_NR_STATS * sizeof(uint64_t),
 	       "one statistics field per counter");
 
-unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max)
+unsigned vm_virtio_plan(bool rng, unsigned nr_net, struct vm_virtio_window *out, unsigned max)
 {
 	static const uint32_t gsis[] = VM_VIRTIO_GSIS;
+	static const char *const nets[VIRTIO_NET_MAX] = { "virtio-net0", "virtio-net1", "virtio-net2",
+							  "virtio-net3" };
 	const char *names[VM_VIRTIO_MAX];
 	unsigned n = 0;
 
 	if (rng)
 		names[n++] = "virtio-rng";
+	/* (disks come here,) then the nets */
+	for (unsigned i = 0; i < nr_net && i < VIRTIO_NET_MAX && n < VM_VIRTIO_MAX; i++)
+		names[n++] = nets[i];
 	for (unsigned i = 0; i < n && i < max; i++)
 		out[i] = (struct vm_virtio_window){
 			names[i],	  "LNRO0005", i,   VM_VIRTIO_BASE + i * VIRTIO_MMIO_SIZE,
@@ -90,10 +99,10 @@ unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max)
 	return n;
 }
 
-unsigned vm_virtio_acpi_devs(bool rng, struct acpi_mmio_dev *out, unsigned max)
+unsigned vm_virtio_acpi_devs(bool rng, unsigned nr_net, struct acpi_mmio_dev *out, unsigned max)
 {
 	struct vm_virtio_window w[VM_VIRTIO_MAX];
-	unsigned n = vm_virtio_plan(rng, w, VM_VIRTIO_MAX);
+	unsigned n = vm_virtio_plan(rng, nr_net, w, VM_VIRTIO_MAX);
 
 	for (unsigned i = 0; i < n && i < max; i++)
 		out[i] =
@@ -157,6 +166,38 @@ static int mmio_access(void *opaque, struct bus_access *a)
 
 /* ---- setting up ------------------------------------------------------------------------- */
 
+/* virtio-netN on its tap: the N-th --net. */
+static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
+{
+	const struct vm_net_cfg *nc = &d->owner->cfg.net[i];
+	struct virtio_net_params p = { .ifname = nc->tap, .name = d->win.name };
+	int rc;
+
+	d->tap = calloc(1, sizeof(*d->tap));
+	if (!d->tap)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	d->tap->fd = -1;
+	rc = vm_tap_open(d->tap, nc->tap, err);
+	if (rc)
+		return rc;
+	if (nc->has_mac)
+		memcpy(p.mac, nc->mac, 6);
+	else
+		vm_net_default_mac(d->owner->cfg.vm_name, (unsigned long)getpid(), i, p.mac);
+	p.offloads = d->tap->offloads;
+	p.io = vm_tap_io(d->tap);
+	d->tap_ready = (struct vv_queue){ d, 0, -1, true };
+	d->part = &virtio_net_parts[i];
+	rc = virtio_net_create(&d->dev, &d->host, &p);
+	if (rc)
+		return errbuf_set(err, rc, "%s: %s", d->win.name, strerror(-rc));
+	if (d->owner->cfg.verbose)
+		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s", d->win.name, nc->tap,
+		       p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],
+		       p.offloads ? "csum, tso4, tso6" : "none (the tap refuses TUNSETOFFLOAD)");
+	return 0;
+}
+
 static int make_device(struct vm_virtio *vv, const struct vm_virtio_window *w, struct errbuf *err)
 {
 	struct vv_dev *d = &vv->dev[vv->n];
@@ -172,11 +213,18 @@ static int make_device(struct vm_virtio *vv, const struct vm_virtio_window *w, s
 		.pulse_irq = host_pulse_irq,
 		.notify_queue = host_notify_queue,
 	};
-	rc = virtio_rng_create(&d->dev, &d->host);
-	if (rc)
-		return errbuf_set(err, rc, "%s: %s", w->name, strerror(-rc));
-	d->part = &virtio_rng_part;
-	vv->n++;
+	if (!strncmp(w->name, "virtio-net", 10)) {
+		vv->n++; /* destroy closes what make_net opened */
+		rc = make_net(d, (unsigned)(w->name[10] - '0'), err);
+		if (rc)
+			return rc;
+	} else {
+		rc = virtio_rng_create(&d->dev, &d->host);
+		if (rc)
+			return errbuf_set(err, rc, "%s: %s", w->name, strerror(-rc));
+		d->part = &virtio_rng_part;
+		vv->n++;
+	}
 	return bus_register(vv->cfg.bus, BUS_MMIO, w->base, w->len, mmio_access, d, w->name, err);
 }
 
@@ -209,6 +257,11 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 		if (epoll_ctl(vv->epfd, EPOLL_CTL_ADD, q->efd, &ev) < 0)
 			return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
 	}
+	/* Frames from the tap: edge-triggered, so frames left waiting (no buffer) do not spin the thread. */
+	if (d->tap &&
+	    epoll_ctl(vv->epfd, EPOLL_CTL_ADD, d->tap->fd,
+		      &(struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.ptr = &d->tap_ready }) < 0)
+		return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
 	d->irqfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->irqfd < 0)
 		return errbuf_set(err, -errno, "%s: eventfd: %s", d->win.name, strerror(errno));
@@ -228,7 +281,7 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 int vm_virtio_create(struct vm_virtio **out, const struct vm_virtio_config *cfg, struct errbuf *err)
 {
 	struct vm_virtio_window w[VM_VIRTIO_MAX];
-	unsigned n = vm_virtio_plan(cfg->rng, w, VM_VIRTIO_MAX);
+	unsigned n = vm_virtio_plan(cfg->rng, cfg->nr_net, w, VM_VIRTIO_MAX);
 	struct vm_virtio *vv;
 	int rc = 0;
 
@@ -273,14 +326,17 @@ static void part_save(void *obj, void *state)
 	struct vv_dev *d = obj;
 
 	pthread_mutex_lock(&d->owner->io_lock);
-	virtio_mmio_save(d->dev, state);
+	if (d->tap)
+		virtio_net_save(d->dev, state);
+	else
+		virtio_mmio_save(d->dev, state);
 	pthread_mutex_unlock(&d->owner->io_lock);
 }
 
 static int part_load(void *obj, const void *state, struct errbuf *err)
 {
 	struct vv_dev *d = obj;
-	int rc = virtio_mmio_load(d->dev, state);
+	int rc = d->tap ? virtio_net_load(d->dev, state) : virtio_mmio_load(d->dev, state);
 
 	return rc ? errbuf_set(err, rc, "%s refuses its saved state: a ready queue's rings are not in RAM",
 			       d->win.name)
@@ -316,7 +372,11 @@ static void serve(struct vm_virtio *vv, struct vv_queue *q)
 		nanosleep(&ms, NULL);
 		pthread_mutex_lock(&vv->io_lock);
 	}
-	if (!vmctl_stopping(vv->cfg.ctl))
+	if (q->dev->tap)
+		vm_tap_apply(q->dev->tap); /* the offloads the guest took, before its frames move */
+	if (!vmctl_stopping(vv->cfg.ctl) && q->tap)
+		virtio_mmio_poll(q->dev->dev, q->index);
+	else if (!vmctl_stopping(vv->cfg.ctl))
 		virtio_mmio_serve(q->dev->dev, q->index);
 	pthread_mutex_unlock(&vv->io_lock);
 }
@@ -354,7 +414,8 @@ static void *io_thread(void *arg)
 
 			if (!q)
 				return NULL; /* the stop eventfd */
-			(void)!read(q->efd, &v, sizeof(v));
+			if (q->efd >= 0)
+				(void)!read(q->efd, &v, sizeof(v));
 			serve(vv, q);
 		}
 	}
@@ -399,14 +460,19 @@ void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, con
 	*names = vv ? vv->stat_names : NULL;
 	*bytes = vv ? vv->stat_bytes : NULL;
 	for (unsigned i = 0; vv && i < vv->n; i++) {
-		/* "virtio-rng" gives "virtio.rng.requests" */
-		const char *dev = strchr(vv->dev[i].win.name, '-');
+		/* "virtio-rng" gives "virtio.rng.requests", "virtio-net0" "virtio.net0.rx_bytes" */
+		const char *dev = strchr(vv->dev[i].win.name, '-'), *const * own;
+		unsigned nr_own = virtio_mmio_backend_counters(vv->dev[i].dev, &own, NULL);
 
-		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS; k++, (*n)++) {
+		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS + nr_own && k < VM_VIRTIO_MAX_STATS;
+		     k++, (*n)++) {
+			const char *c =
+				k < VM_VIRTIO_NR_STATS ? counter_names[k] : own[k - VM_VIRTIO_NR_STATS];
+
 			snprintf(vv->stat_name[*n], sizeof(vv->stat_name[*n]), "virtio.%s.%s",
-				 dev ? dev + 1 : vv->dev[i].win.name, counter_names[k]);
+				 dev ? dev + 1 : vv->dev[i].win.name, c);
 			vv->stat_names[*n] = vv->stat_name[*n];
-			vv->stat_bytes[*n] = k == 1; /* "bytes" */
+			vv->stat_bytes[*n] = strstr(c, "bytes") != NULL;
 		}
 	}
 }
@@ -414,10 +480,16 @@ void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, con
 void vm_virtio_stats_read(void *ctx, uint64_t *values)
 {
 	const struct vm_virtio *vv = ctx;
+	uint64_t own[VM_VIRTIO_MAX_STATS];
 
-	for (unsigned i = 0; i < vv->n; i++)
-		virtio_mmio_get_counters(vv->dev[i].dev,
-					 (struct virtio_counters *)(values + i * VM_VIRTIO_NR_STATS));
+	for (unsigned i = 0; i < vv->n; i++) {
+		unsigned nr_own = virtio_mmio_backend_counters(vv->dev[i].dev, NULL, own);
+
+		virtio_mmio_get_counters(vv->dev[i].dev, (struct virtio_counters *)values);
+		values += VM_VIRTIO_NR_STATS;
+		for (unsigned k = 0; k < nr_own && k < VM_VIRTIO_MAX_STATS - VM_VIRTIO_NR_STATS; k++)
+			*values++ = own[k];
+	}
 }
 
 void vm_virtio_log(const struct vm_virtio *vv)
@@ -431,6 +503,15 @@ void vm_virtio_log(const struct vm_virtio *vv)
 		       " bad accesses",
 		       vv->dev[i].win.name, c.requests, c.bytes, c.notifies, c.interrupts, c.dropped,
 		       c.needs_reset, c.bad_accesses);
+		if (vv->dev[i].tap) {
+			struct virtio_net_counters nc;
+
+			virtio_mmio_backend_counters(vv->dev[i].dev, NULL, (uint64_t *)&nc);
+			vm_log("%s: received %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
+			       " dropped; sent %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " errors",
+			       vv->dev[i].win.name, nc.rx_packets, nc.rx_bytes, nc.rx_dropped, nc.tx_packets,
+			       nc.tx_bytes, nc.tx_errors);
+		}
 	}
 }
 
@@ -453,6 +534,9 @@ void vm_virtio_destroy(struct vm_virtio *vv)
 		if (d->irqfd >= 0)
 			close(d->irqfd);
 		virtio_mmio_destroy(d->dev);
+		if (d->tap)
+			vm_tap_close(d->tap);
+		free(d->tap);
 	}
 	if (vv->epfd >= 0)
 		close(vv->epfd);

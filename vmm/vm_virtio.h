@@ -38,14 +38,15 @@ struct vm_virtio_window {
 };
 
 /*
- * The windows the devices of a configuration get (rng: --rng), in order,
- * before any is made (a firmware table built first can list them): copies
- * at most max into out, returns how many. Pure.
+ * The windows the devices of a configuration get (rng: --rng; nr_net:
+ * --net, "virtio-net0" ...), in order, before any is made (a firmware
+ * table built first can list them): copies at most max into out, returns
+ * how many. Pure.
  */
-unsigned vm_virtio_plan(bool rng, struct vm_virtio_window *out, unsigned max);
+unsigned vm_virtio_plan(bool rng, unsigned nr_net, struct vm_virtio_window *out, unsigned max);
 
 /* The same as the DSDT's entries (machine/acpi.c): copies at most max, returns how many. Pure. */
-unsigned vm_virtio_acpi_devs(bool rng, struct acpi_mmio_dev *out, unsigned max);
+unsigned vm_virtio_acpi_devs(bool rng, unsigned nr_net, struct acpi_mmio_dev *out, unsigned max);
 
 struct vm_virtio;
 
@@ -56,6 +57,9 @@ struct vm_virtio_config {
 	struct vmctl *ctl;
 	struct bus *bus; /* not frozen yet */
 	bool verbose;
+	const struct vm_net_cfg *net; /* --net, nr_net of them */
+	unsigned nr_net;
+	const char *vm_name; /* --name, for the default MACs */
 };
 
 /* Make the devices asked for and register their windows. 0 or -errno with a message. Setup thread. */
@@ -75,9 +79,11 @@ int vm_virtio_add_parts(struct vm_virtio *vv, struct vm_parts *l, struct errbuf 
 int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf *err);
 /* Statistics fields per device, in the VM record (docs/stats-abi.md): virtio.<dev>.<counter>. */
 #define VM_VIRTIO_NR_STATS 7
+#define VM_VIRTIO_MAX_STATS 16 /* the transport's and the backend's own (virtio-net: 6 more) */
 /*
  * The VM record's fields for the devices' counters: names (and whether
- * each counts bytes) for vm_stats_extra, n = devices * VM_VIRTIO_NR_STATS
+ * each counts bytes) for vm_stats_extra: VM_VIRTIO_NR_STATS per device and
+ * its backend's own counters
  * (0 for NULL). Setup thread.
  */
 void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,

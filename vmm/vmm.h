@@ -41,6 +41,13 @@ enum console_kind {
 	CONSOLE_NONE
 };
 
+/* One --net tap=NAME[,mac=MAC]. */
+struct vm_net_cfg {
+	char tap[VIRTIO_NET_IFNAMSIZ];
+	uint8_t mac[6];
+	bool has_mac; /* else vm_net_default_mac */
+};
+
 struct vm_config {
 	const char *kernel;
 	unsigned nr_cpus;
@@ -65,6 +72,8 @@ struct vm_config {
 	const char *profile_output; /* --profile-output DIR, NULL = perfvisor-profile.PID */
 	const char *symbols;	    /* --symbols FILE, NULL = the kernel's own symbol table */
 	bool rng;		    /* --rng: a virtio-rng device (a restore: the snapshot has one) */
+	struct vm_net_cfg net[VIRTIO_NET_MAX]; /* --net, in order (a restore: the snapshot's) */
+	unsigned nr_net;
 };
 
 #define VM_DEFAULT_CPUS 1U
