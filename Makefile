@@ -135,6 +135,9 @@ $(BUILD)/tests/jsoncheck: tests/integration/jsoncheck.c | $(DEPS_STAMP)
 $(BUILD)/tests/apiclients: tests/integration/apiclients.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $<
+$(BUILD)/tests/mktap: tests/integration/mktap.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $<
 $(BUILD)/tests/fdtset: tests/integration/fdtset.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -lfdt -lxxhash
@@ -171,7 +174,7 @@ abi-compat: $(ABI_COMPAT)
 	$(Q)for t in $(ABI_COMPAT); do out=$$(timeout 120 $$t 2>&1) || { echo "FAIL $$t"; echo "$$out" | tail -n 20; exit 1; }; \
 		echo "ok   $$t: $$(echo "$$out" | grep -a Synthesis | tail -n 1)"; done
 
-INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(BUILD)/tests/apiclients $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(BUILD)/tests/mktap $(BUILD)/tests/apiclients $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 # T=NAMES (sections, tests or cases, separated by commas or spaces) runs only
 # those integration tests; USERLAND=busybox|gnu only that test-host pass
 # (docs/testing.md "Running one test or one section").
@@ -223,7 +226,7 @@ FUZZ_OPTS_stats := -DSTATS_READ_TIMEOUT_NS=100000ULL
 FUZZ_SRCS_devices := fuzz/devices.c devices/rtc.c devices/acpipm.c devices/port92.c util/util.c
 FUZZ_OPTS_devices :=
 FUZZ_SRCS_virtqueue := fuzz/virtqueue.c devices/virtqueue.c devices/virtio_mmio.c devices/virtio_rng.c \
-	devices/virtio_blk.c util/util.c
+	devices/virtio_blk.c devices/virtio_net.c util/util.c
 FUZZ_OPTS_virtqueue :=
 FUZZ_TARGETS := snapshot api loaders pmu stats devices virtqueue
 define fuzz_target

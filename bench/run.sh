@@ -4,11 +4,12 @@
 # (bench/boot.sh runs both), then the PV PMU benchmark (bench/pmu.sh), then
 # the host-side profiling benchmark (bench/profile.sh), then the snapshot
 # benchmark (bench/snapshot.sh), then the seccomp benchmark
-# (bench/seccomp.sh) on KVM, in one session. Where this machine
+# (bench/seccomp.sh), then the Linux boot benchmark (bench/linux.sh: Debian's
+# kernel to /init, perfvisor against QEMU microvm) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
-# use the test VM even with /dev/kvm, BUILD.
+# use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh), BUILD.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,10 @@ done
 pmu_runs=${BENCH_PMU_RUNS:-5}
 case "$pmu_runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_PMU_RUNS must be a positive number" >&2; exit 2 ;; esac
 bash scripts/deps.sh bench
+# The Linux benchmark's kernel and initramfs, those of the Linux tests (cached).
+bash tests/integration/debian-kernel.sh "$build" >/dev/null
+bash tests/integration/linux-initramfs.sh "$build" >/dev/null
+linux_runs=${BENCH_LINUX_RUNS:-3}
 qemu=$(command -v qemu-system-x86_64)
 
 if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHOST:-}" ]; then
@@ -42,15 +47,32 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/snapshot.sh || status=1
 	echo
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/seccomp.sh || status=1
+	echo
+	BUILD=$build BENCH_LINUX_RUNS=$linux_runs BENCH_HOST="KVM on this machine" sh bench/linux.sh || status=1
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
 	host="KVM nested in QEMU TCG: absolute numbers are not those of bare metal; read the ratios"
-	# The snapshot bench keeps a 1 GiB guest and its files in the test VM's RAM.
-	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
+	# QEMU in the test VM needs its firmware too: microvm's default (qboot.rom,
+	# for the -kernel cases) from this machine's qemu-system-data, at the same
+	# path (QEMU looks in BINDIR/../share/qemu). Only these: the test VM's
+	# root file system is an initramfs in its RAM.
+	fw=
+	fwdir=$(cd "$(dirname "$qemu")/../share/qemu" 2>/dev/null && pwd || true)
+	for f in qboot.rom bios-microvm.bin; do
+		[ -n "$fwdir" ] && [ -e "$fwdir/$f" ] && fw="$fw $fwdir/$f"
+	done
+	[ -n "$fw" ] || echo "bench: QEMU's microvm firmware (qboot.rom) not found: its -kernel baselines will fail" >&2
+	# The snapshot bench keeps its guest and files in the test VM's RAM; there
+	# it measures the 256 MiB guest only (BENCH_SNAP_SIZES): under TCG a copy
+	# of a 1 GiB file takes one to two minutes while that guest runs, and its
+	# three rounds of snapshot, copy and copy + fsync alone would take ~15.
+	# The Linux boot bench's virtio-rng pair boots once (BENCH_LINUX_RNG_RUNS).
+	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu$fw${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "BUILD='$build' BENCH_RUNS=$runs BENCH_HOST='$host' sh bench/boot.sh; s=\$?; echo;
 BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=1; echo;
 BUILD='$build' BENCH_PROF_RUNS=3 BENCH_PROF_ITERS=100000000 BENCH_HOST='$host' sh bench/profile.sh || s=1; echo;
-BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
-BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; exit \$s"
+BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_SNAP_SIZES='${BENCH_SNAP_SIZES:-256M}' BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
+BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; echo;
+BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_LINUX_RNG_RUNS=${BENCH_LINUX_RNG_RUNS:-1} BENCH_HOST='$host' sh bench/linux.sh || s=1; exit \$s"
 fi

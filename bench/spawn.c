@@ -7,15 +7,20 @@
  * and output, and prints one tab-separated result line per case.
  *
  * Usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] CASE [:: CASE]...
- *   CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] -- COMMAND [ARG]...
+ *   CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] [-e MARK] [-g KEY] -- COMMAND [ARG]...
  *   -x  exit status every run must have (default 0)
  *   -m  text every run's standard output must contain
  *   -k  read the number after KEY in every run's standard error (e.g. a VMM's
  *       "guest memory resident: "), reported as its median
+ *   -e  also time from fork to MARK's first appearance in standard output
+ *       (polled every millisecond while the command runs)
+ *   -g  read the kernel's printk time ("[   1.234567] ") of the first line of
+ *       standard output that contains KEY (e.g. "Run /init"), in microseconds
  *   -t  a run taking longer is killed and fails the bench (default 120)
  *   -d  directory for the captured output (default /tmp)
  * Output, per case: LABEL runs min_us median_us p90_us rss_kib rss_max_kib
- * key_median (-1 without -k); rss_kib is the median of the runs' peak RSS.
+ * key_median (-1 without -k) mark_median_us (-1 without -e) printk_median_us
+ * (-1 without -g); rss_kib is the median of the runs' peak RSS.
  * Any failed run aborts with a message and the run's output: the timing of a
  * failing run means nothing. Only busybox exists where this runs, hence C.
  */
@@ -37,6 +42,8 @@
 #define MAX_CASES 8
 #define MAX_RUNS 10000
 #define CAPTURE_MAX (1 << 20) /* bytes of a run's output we look at */
+#define MARK_CHUNK 65536      /* bytes read at a time while watching for -e */
+#define MARK_MAX 255	      /* longest -e mark */
 
 struct bench_case {
 	const char *label;
@@ -44,9 +51,13 @@ struct bench_case {
 	int want_status;
 	const char *match; /* NULL: no stdout check */
 	const char *key;   /* NULL: no stderr number */
+	const char *mark;  /* NULL: no time to a stdout mark */
+	const char *gkey;  /* NULL: no printk time */
 	uint64_t *wall_us; /* per measured run */
 	uint64_t *rss_kib;
 	uint64_t *key_val;
+	uint64_t *mark_us;
+	uint64_t *gtime_us;
 };
 
 struct bench {
@@ -60,7 +71,8 @@ struct bench {
 static void usage(void)
 {
 	fputs("usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] CASE [:: CASE]...\n"
-	      "  CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] -- COMMAND [ARG]...\n",
+	      "  CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] [-e MARK] [-g KEY] -- COMMAND "
+	      "[ARG]...\n",
 	      stderr);
 	exit(2);
 }
@@ -94,6 +106,10 @@ static int parse_case(int argc, char **argv, int i, struct bench_case *c)
 			c->match = argv[i + 1];
 		else if (!strcmp(argv[i], "-k"))
 			c->key = argv[i + 1];
+		else if (!strcmp(argv[i], "-e") && argv[i + 1][0] && strlen(argv[i + 1]) <= MARK_MAX)
+			c->mark = argv[i + 1];
+		else if (!strcmp(argv[i], "-g") && argv[i + 1][0])
+			c->gkey = argv[i + 1];
 		else
 			usage();
 	}
@@ -206,6 +222,25 @@ static void exec_child(char **argv, int out, int err)
 	_exit(127);
 }
 
+/* The printk time, in microseconds, of the first line of TEXT containing KEY; -1 if none. */
+static uint64_t printk_us(const char *text, const char *key)
+{
+	const char *at = strstr(text, key), *line;
+	char *end;
+	double s;
+
+	if (!at)
+		return (uint64_t)-1;
+	for (line = at; line > text && line[-1] != '\n'; line--)
+		;
+	if (*line != '[')
+		return (uint64_t)-1;
+	s = strtod(line + 1, &end);
+	if (end == line + 1 || *end != ']' || s < 0)
+		return (uint64_t)-1;
+	return (uint64_t)(s * 1e6 + 0.5);
+}
+
 /* Checks one finished run's status and output; returns the -k number or -1. */
 static uint64_t check_run(const struct bench *b, const struct bench_case *c, int status)
 {
@@ -241,6 +276,63 @@ static uint64_t check_run(const struct bench *b, const struct bench_case *c, int
 	return val;
 }
 
+/* Reads what the run's stdout file has from *OFF on into BUF (keeping the
+ * last bytes of the previous read in front, *HAVE of them); true once C's
+ * mark is in it. */
+static bool mark_seen(int fd, const struct bench_case *c, char *buf, size_t *have, off_t *off)
+{
+	size_t len = strlen(c->mark);
+	ssize_t n;
+
+	while ((n = pread(fd, buf + *have, MARK_CHUNK, *off)) > 0) {
+		*off += n;
+		*have += (size_t)n;
+		buf[*have] = '\0';
+		for (size_t i = 0; i < *have; i++) /* a NUL would hide the rest from strstr */
+			if (!buf[i])
+				buf[i] = ' ';
+		if (strstr(buf, c->mark))
+			return true;
+		if (*have >= len) { /* keep a possible start of the mark */
+			memmove(buf, buf + *have - (len - 1), len - 1);
+			*have = len - 1;
+		}
+	}
+	return false;
+}
+
+/* Polls the run's stdout every millisecond while PID runs (it is left to be
+ * reaped), for at most the timeout; returns the time C's mark appeared, 0 if
+ * it did not. */
+static uint64_t watch_mark(const struct bench *b, const struct bench_case *c, pid_t pid, uint64_t t0)
+{
+	static char buf[MARK_CHUNK + MARK_MAX + 1];
+	const struct timespec ms = { 0, 1000000 };
+	size_t have = 0;
+	off_t off = 0;
+	siginfo_t si;
+	bool done = false;
+	int fd = open(b->out_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	for (;;) {
+		if (mark_seen(fd, c, buf, &have, &off)) {
+			close(fd);
+			return now_ns();
+		}
+		if (done)
+			break;
+		memset(&si, 0, sizeof(si));
+		done = (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid) ||
+		       now_ns() - t0 >= (uint64_t)b->timeout_s * 1000000000u;
+		if (!done)
+			nanosleep(&ms, NULL);
+	}
+	close(fd);
+	return 0;
+}
+
 /* One run of case C; records it in slot IDX unless IDX < 0 (warm-up). */
 static void run_once(const struct bench *b, struct bench_case *c, int idx)
 {
@@ -249,7 +341,8 @@ static void run_once(const struct bench *b, struct bench_case *c, int idx)
 	char why[64];
 	unsigned left;
 	int status;
-	uint64_t t0, t1, val;
+	uint64_t t0, t1, val, mark = 0, gtime = (uint64_t)-1, waited_s;
+	char *text;
 	pid_t pid;
 
 	t0 = now_ns();
@@ -260,7 +353,11 @@ static void run_once(const struct bench *b, struct bench_case *c, int idx)
 		fprintf(stderr, "spawn: fork: %s\n", strerror(errno));
 		exit(1);
 	}
-	alarm(b->timeout_s); /* SIGALRM interrupts wait4 (no SA_RESTART) */
+	if (c->mark)
+		mark = watch_mark(b, c, pid, t0);
+	waited_s = (now_ns() - t0) / 1000000000u;
+	/* SIGALRM interrupts wait4 (no SA_RESTART) */
+	alarm(waited_s < b->timeout_s ? b->timeout_s - (unsigned)waited_s : 1);
 	while (wait4(pid, &status, 0, &ru) < 0) {
 		if (errno != EINTR) {
 			fprintf(stderr, "spawn: wait4: %s\n", strerror(errno));
@@ -281,8 +378,19 @@ static void run_once(const struct bench *b, struct bench_case *c, int idx)
 	close(out);
 	close(err);
 	val = check_run(b, c, status);
+	if (c->mark && !mark)
+		fail_run(b, c, "its output never showed the -e mark");
+	if (c->gkey) {
+		text = slurp(b->out_path);
+		gtime = text ? printk_us(text, c->gkey) : (uint64_t)-1;
+		free(text);
+		if (gtime == (uint64_t)-1)
+			fail_run(b, c, "no printk-stamped line of its output has the -g key");
+	}
 	if (idx < 0)
 		return;
+	c->mark_us[idx] = c->mark ? (mark - t0) / 1000 : 0;
+	c->gtime_us[idx] = gtime;
 	c->wall_us[idx] = (t1 - t0) / 1000;
 	c->rss_kib[idx] = (uint64_t)ru.ru_maxrss;
 	c->key_val[idx] = val;
@@ -315,10 +423,13 @@ static void report(const struct bench *b, struct bench_case *c)
 	uint64_t med = median(c->wall_us, b->runs);
 	uint64_t rss = median(c->rss_kib, b->runs);
 	int64_t key = c->key ? (int64_t)median(c->key_val, b->runs) : -1;
+	int64_t mark = c->mark ? (int64_t)median(c->mark_us, b->runs) : -1;
+	int64_t gtime = c->gkey ? (int64_t)median(c->gtime_us, b->runs) : -1;
 
-	printf("%s\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\n",
+	printf("%s\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64
+	       "\t%" PRId64 "\t%" PRId64 "\n",
 	       c->label, b->runs, c->wall_us[0], med, percentile(c->wall_us, b->runs, 90), rss,
-	       c->rss_kib[b->runs - 1], key);
+	       c->rss_kib[b->runs - 1], key, mark, gtime);
 }
 
 static void on_alarm(int sig)
@@ -341,7 +452,9 @@ int main(int argc, char **argv)
 		c->wall_us = calloc(b.runs, sizeof(uint64_t));
 		c->rss_kib = calloc(b.runs, sizeof(uint64_t));
 		c->key_val = calloc(b.runs, sizeof(uint64_t));
-		if (!c->wall_us || !c->rss_kib || !c->key_val) {
+		c->mark_us = calloc(b.runs, sizeof(uint64_t));
+		c->gtime_us = calloc(b.runs, sizeof(uint64_t));
+		if (!c->wall_us || !c->rss_kib || !c->key_val || !c->mark_us || !c->gtime_us) {
 			fprintf(stderr, "spawn: out of memory\n");
 			return 1;
 		}

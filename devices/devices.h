@@ -354,6 +354,74 @@ extern const struct snap_part virtio_blk_parts[VIRTIO_BLK_MAX_PARTS];
 
 /* The snapshot part of the virtio-rng device (its node "virtio-rng"). */
 extern const struct snap_part virtio_rng_part;
+/* Serve queue q because the backend has work (a tap frame), not a notification. I/O thread. */
+void virtio_mmio_poll(struct virtio_mmio *v, unsigned q);
+/* The backend's own counters: names (may be NULL) and values (may be NULL; nr of them). Any thread. */
+unsigned virtio_mmio_backend_counters(struct virtio_mmio *v, const char *const **names, uint64_t *values);
+
+/* ---- virtio-net (device ID 1; docs/devices.md): queue 0 receives, queue 1 transmits ---- */
+#define VIRTIO_NET_HDR_LEN 12u	    /* struct virtio_net_hdr with num_buffers (VERSION_1) */
+#define VIRTIO_NET_MAX_FRAME 65550u /* an Ethernet frame the device takes at most (64 KiB GSO + header) */
+#define VIRTIO_NET_MAX 4u	    /* devices of a VM */
+#define VIRTIO_NET_IFNAMSIZ 16u
+/* Offload feature bits the device offers when the tap takes them (virtio 1.x, 5.1.3). */
+#define VIRTIO_NET_F_CSUM (1ULL << 0)
+#define VIRTIO_NET_F_GUEST_CSUM (1ULL << 1)
+#define VIRTIO_NET_F_MAC (1ULL << 5)
+#define VIRTIO_NET_F_GUEST_TSO4 (1ULL << 7)
+#define VIRTIO_NET_F_GUEST_TSO6 (1ULL << 8)
+#define VIRTIO_NET_F_HOST_TSO4 (1ULL << 11)
+#define VIRTIO_NET_F_HOST_TSO6 (1ULL << 12)
+#define VIRTIO_NET_F_STATUS (1ULL << 16)
+#define VIRTIO_NET_OFFLOADS                                                                                \
+	(VIRTIO_NET_F_CSUM | VIRTIO_NET_F_GUEST_CSUM | VIRTIO_NET_F_GUEST_TSO4 | VIRTIO_NET_F_GUEST_TSO6 | \
+	 VIRTIO_NET_F_HOST_TSO4 | VIRTIO_NET_F_HOST_TSO6)
+
+struct iovec;
+
+/* Where frames go and come from: the VM's tap (vmm/vm_net.c), or a test's fake. */
+struct virtio_net_io {
+	void *opaque;
+	/* Read one frame (header first) into iov: its length, -EAGAIN when none waits, or -errno. I/O thread. */
+	long (*rx)(void *opaque, const struct iovec *iov, int n);
+	/* Write one frame (header first): its length or -errno. I/O thread. */
+	long (*tx)(void *opaque, const struct iovec *iov, int n);
+	/* The guest takes these offloads (VIRTIO_NET_F_GUEST_*, 0 at a reset). NULL: none. Any thread. */
+	void (*set_offloads)(void *opaque, uint64_t guest_features);
+};
+
+struct virtio_net_params {
+	uint8_t mac[6];
+	uint64_t offloads;  /* VIRTIO_NET_OFFLOADS bits the tap takes: offered */
+	const char *ifname; /* the tap's name, kept for the snapshot */
+	const char *name;   /* in its log lines ("virtio-net0"; NULL: "virtio-net"); must outlive it */
+	struct virtio_net_io io;
+};
+
+/* virtio-net's own counters (statistics virtio.netN.*), in this order. */
+struct virtio_net_counters {
+	uint64_t rx_packets, rx_bytes, rx_dropped, tx_packets, tx_bytes, tx_errors;
+};
+
+/* A virtio-net device: 0, -ENOMEM or -EINVAL (a multicast or zero MAC). Setup thread. */
+int virtio_net_create(struct virtio_mmio **out, const struct dev_host *host,
+		      const struct virtio_net_params *p);
+
+/* virtio-net's saved state: the transport's, its MAC, link, tap name and counters. */
+struct virtio_net_state {
+	struct virtio_mmio_state t;
+	uint8_t mac[6];
+	uint16_t mac_len; /* 6 */
+	uint8_t ifname[VIRTIO_NET_IFNAMSIZ];
+	uint16_t ifname_len;
+	uint32_t link_up;
+	struct virtio_net_counters nc;
+};
+/* Copy out / load (-EINVAL, changing nothing, if invalid or its MAC differs). Any thread / setup. */
+void virtio_net_save(struct virtio_mmio *v, struct virtio_net_state *st);
+int virtio_net_load(struct virtio_mmio *v, const struct virtio_net_state *st);
+/* The snapshot parts of the virtio-net devices: nodes "virtio-net0" ... "virtio-net3". */
+extern const struct snap_part virtio_net_parts[VIRTIO_NET_MAX];
 
 /* ---- declaring a device: one table entry each (devices/table.c) ----------- */
 /* What the VM tells a device when it makes it. */

@@ -117,7 +117,9 @@ struct virtio_backend_ops {
 	/*
 	 * A request from queue q: do it, say how many bytes it wrote into the
 	 * chain's writable buffers. 0, or -errno to drop it (returned with
-	 * length 0 and counted). I/O thread.
+	 * length 0 and counted); -EAGAIN: not now (virtio-net's receive queue
+	 * with no frame waiting): the chain stays available, serving stops.
+	 * I/O thread.
 	 */
 	int (*handle)(void *be, unsigned q, const struct vq_chain *c, uint32_t *written);
 	/*
@@ -131,12 +133,18 @@ struct virtio_backend_ops {
 	unsigned (*inflight)(void *be);
 	/* The driver reset the device (Status = 0). NULL: nothing to do. */
 	void (*reset)(void *be);
+	/* DRIVER_OK with these driver features (also at a restore). NULL: nothing to do. */
+	void (*activate)(void *be, uint64_t features);
+	/* The backend's own counters (statistics virtio.<dev>.<name>): nr_stats names, read in that order. */
+	unsigned nr_stats;
+	const char *const *stat_names;
+	void (*read_stats)(void *be, uint64_t *values);
 };
 
 /* handle()'s answer for a request that completes later, through virtio_mmio_complete(). */
 #define VIRTIO_ASYNC 1
 
-/* The backend of v if its ops are ops, else NULL. */
+/* The backend of v if its ops are ops (NULL: whichever they are), else NULL. */
 void *virtio_mmio_backend(struct virtio_mmio *v, const struct virtio_backend_ops *ops);
 
 /*

@@ -147,6 +147,15 @@ void virtio_mmio_destroy(struct virtio_mmio *v)
 	free(v);
 }
 
+unsigned virtio_mmio_backend_counters(struct virtio_mmio *v, const char *const **names, uint64_t *values)
+{
+	if (names)
+		*names = v->ops->stat_names;
+	if (values && v->ops->nr_stats)
+		v->ops->read_stats(v->be, values);
+	return v->ops->nr_stats;
+}
+
 unsigned virtio_mmio_nr_queues(const struct virtio_mmio *v)
 {
 	return v->ops->nr_queues;
@@ -232,6 +241,8 @@ static void write_status(struct virtio_mmio *v, uint32_t val)
 		add &= ~S_DRIVER_OK;
 	}
 	v->st.status = old | add;
+	if ((add & S_DRIVER_OK) && v->ops->activate)
+		v->ops->activate(v->be, v->st.drv_features);
 }
 
 /* ---- queues ------------------------------------------------------------------------ */
@@ -329,6 +340,10 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 			vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
 		} else if ((rc = v->ops->handle(v->be, qi, &c, &written)) == VIRTIO_ASYNC) {
 			continue; /* pushed by virtio_mmio_complete() */
+		} else if (rc == -EAGAIN) {
+			q->last_avail--; /* not now: the chain stays available, the backend calls again */
+			budget = 1;
+			break;
 		} else if (rc < 0 || written > c.write_len) {
 			COUNT(v, dropped);
 			written = 0;
@@ -393,13 +408,21 @@ unsigned virtio_mmio_inflight(struct virtio_mmio *v)
 
 void *virtio_mmio_backend(struct virtio_mmio *v, const struct virtio_backend_ops *ops)
 {
-	return v->ops == ops ? v->be : NULL;
+	return !ops || v->ops == ops ? v->be : NULL;
 }
 
 void virtio_mmio_serve(struct virtio_mmio *v, unsigned qi)
 {
 	pthread_mutex_lock(&v->lock);
 	COUNT(v, notifies);
+	if (can_serve(v, qi))
+		serve(v, qi);
+	pthread_mutex_unlock(&v->lock);
+}
+
+void virtio_mmio_poll(struct virtio_mmio *v, unsigned qi)
+{
+	pthread_mutex_lock(&v->lock);
 	if (can_serve(v, qi))
 		serve(v, qi);
 	pthread_mutex_unlock(&v->lock);
@@ -592,6 +615,8 @@ int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
 	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c */
 	copy_counters(&v->c, &st->c);
 	memcpy(v->q, q, sizeof(q));
+	if ((v->st.status & S_DRIVER_OK) && v->ops->activate)
+		v->ops->activate(v->be, v->st.drv_features);
 	pthread_mutex_unlock(&v->lock);
 	return 0;
 }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * libFuzzer target: the split virtqueue walker (devices/virtqueue.c) and
- * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng or
- * virtio-blk behind it: devices/virtio_blk.c's request parser, with a
- * fake engine that checks every iovec and completes when the program
- * says), driven as a hostile guest drives them. The input fills a 64 KiB
+ * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng,
+ * virtio-blk or virtio-net behind it: devices/virtio_blk.c's request
+ * parser, with a fake engine that checks every iovec and completes when
+ * the program says; virtio-net's TX gather and RX fill, over a fake tap
+ * whose frames have lengths from the input), driven as a hostile guest
+ * drives them. The input fills a 64 KiB
  * guest RAM and either sets up one queue anywhere in it (walker mode) or
  * is a program of register accesses and queue services (transport mode).
  * Every buffer handed out must lie inside RAM, and every walk must end.
@@ -29,6 +31,50 @@ static void *hva(void *opaque, uint64_t gpa, uint64_t len)
 }
 
 static const struct dev_host host = { .gpa_to_hva = hva };
+
+static long next_frame; /* the fake tap's next frame length; -EAGAIN: none */
+
+/* Every iovec the device hands the tap lies in guest RAM. */
+static size_t check_iov(const struct iovec *iov, int n)
+{
+	size_t total = 0;
+
+	if (n < 0 || n > (int)VQ_MAX_BUFS)
+		abort();
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+
+		if (!iov[i].iov_len || p < ram || iov[i].iov_len > RAM || p + iov[i].iov_len > ram + RAM)
+			abort();
+		total += iov[i].iov_len;
+	}
+	return total;
+}
+
+/* As a tap does: copies what fits of a frame, returns its whole length. */
+static long fake_rx(void *opaque, const struct iovec *iov, int n)
+{
+	size_t room = check_iov(iov, n);
+	long len = next_frame;
+
+	(void)opaque;
+	if (len < 0)
+		return len;
+	for (int i = 0; i < n && room; i++)
+		memset(iov[i].iov_base, 0x5a, iov[i].iov_len);
+	next_frame = -EAGAIN;
+	return len;
+}
+
+static long fake_tx(void *opaque, const struct iovec *iov, int n)
+{
+	size_t len = check_iov(iov, n);
+
+	(void)opaque;
+	if (len < VIRTIO_NET_HDR_LEN || len > VIRTIO_NET_HDR_LEN + VIRTIO_NET_MAX_FRAME)
+		abort(); /* the device checks the length before the tap sees it */
+	return (long)len;
+}
 
 static uint16_t u16at(const uint8_t *p)
 {
@@ -118,19 +164,28 @@ static void complete_all(struct virtio_mmio *v, uint8_t how)
 	npending = 0;
 }
 
-static void transport(const uint8_t *d, size_t size, bool blk)
+/* blk: virtio-blk behind the transport, net: virtio-net, neither: virtio-rng. */
+static void transport(const uint8_t *d, size_t size, bool blk, bool net)
 {
+	static const long frames[] = { -EAGAIN, 60, 1514, 9000, 70000, 5, -EIO, 12 };
+	struct virtio_net_params np = { .mac = { 0x52, 0x54, 0, 1, 2, 3 },
+					.offloads = VIRTIO_NET_OFFLOADS,
+					.io = { NULL, fake_rx, fake_tx, NULL } };
 	size_t img = size < 4096 ? size : 4096;
 	struct virtio_mmio *v;
 	struct virtio_mmio_state st;
 	struct virtio_blk_params p = {
 		.sectors = 128, .discard = true, .write_zeroes = true, .engine = { NULL, fake_submit }
 	};
+	struct virtio_net_state ns;
 
 	memcpy(ram, d, img);
 	npending = 0;
+	next_frame = -EAGAIN;
 	p.readonly = img && (d[0] & 1);
-	if (blk ? virtio_blk_create(&v, &p, &host) : virtio_rng_create(&v, &host))
+	if (blk	  ? virtio_blk_create(&v, &p, &host)
+	    : net ? virtio_net_create(&v, &host, &np)
+		  : virtio_rng_create(&v, &host))
 		abort();
 	for (size_t at = img; at + 6 <= size; at += 6) {
 		const uint8_t *s = d + at;
@@ -146,12 +201,21 @@ static void transport(const uint8_t *d, size_t size, bool blk)
 			virtio_mmio_io(v, &io);
 			break;
 		case 2:
+			next_frame = frames[(s[0] >> 2) & 7];
 			if (blk && (s[0] & 0x40))
 				complete_all(v, s[2]);
+			else if (net && (s[0] & 0x40))
+				virtio_mmio_poll(v, 0); /* a frame came to the tap */
 			else
 				virtio_mmio_serve(v, s[0] >> 7);
 			break;
 		default:
+			if (net) {
+				virtio_net_save(v, &ns);
+				if (virtio_net_load(v, &ns))
+					abort();
+				break;
+			}
 			virtio_mmio_save(v, &st);
 			if (virtio_mmio_load(v, &st))
 				abort(); /* a state the device saved must load */
@@ -171,6 +235,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (data[0] & 1)
 		walker(data + 1, size - 1);
 	else
-		transport(data + 1, size - 1, data[0] & 2);
+		transport(data + 1, size - 1, (data[0] & 6) == 2, data[0] & 4); /* 2: blk, 4: net */
 	return 0;
 }

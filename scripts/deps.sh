@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Install the Debian packages perfvisor needs, only those missing; quiet
-# when everything is present. Usage: scripts/deps.sh [build|testhost|bench]...
+# when everything is present. Usage: scripts/deps.sh [build|testhost|bench|linux]...
 set -euo pipefail
 
 # Build: compiler, KVM API headers, the libraries the components link
@@ -25,6 +25,10 @@ build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-d
 testhost_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 # Bench: QEMU microvm is the baseline the boot benchmark compares against.
 bench_pkgs=(qemu-system-x86)
+# Linux guests (scripts/linux-rootfs.sh, make run-linux): e2fsprogs's
+# `mke2fs -d` makes the ext4 image without root, binutils's objdump finds
+# the libraries a packaged binary needs, cpio packs the initramfs.
+linux_pkgs=(e2fsprogs binutils cpio xz-utils)
 
 want=()
 for set in "${@:-build}"; do
@@ -32,7 +36,8 @@ for set in "${@:-build}"; do
 	build) want+=("${build_pkgs[@]}") ;;
 	testhost) want+=("${testhost_pkgs[@]}") ;;
 	bench) want+=("${bench_pkgs[@]}") ;;
-	*) echo "deps.sh: unknown package set '$set' (build, testhost, bench)" >&2; exit 2 ;;
+	linux) want+=("${linux_pkgs[@]}") ;;
+	*) echo "deps.sh: unknown package set '$set' (build, testhost, bench, linux)" >&2; exit 2 ;;
 	esac
 done
 

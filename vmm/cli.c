@@ -25,7 +25,8 @@ const char cli_run_usage[] =
 	"                       multiboot and PVH; a module's command line is the whole value\n"
 	"  --restore DIR        continue the VM saved in snapshot directory DIR: its vCPUs, memory,\n"
 	"                       devices, PV PMU and statistics; --kernel, --initrd, --cpus, --memory,\n"
-	"                       --cmdline, --cpuid-hide, --pmu, --rng and --disk come from the snapshot and may not be given\n"
+	"                       --cmdline, --cpuid-hide, --pmu, --rng, --disk and --net come from the snapshot\n"
+	"                       and may not be given\n"
 	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
 	"                       read it into fresh RAM\n"
 	"  --no-memory-check    skip the memory file's checksum (the state file is always checked)\n"
@@ -46,6 +47,9 @@ const char cli_run_usage[] =
 	"                       block device), repeatable up to 8: /dev/vda, /dev/vdb, ... in this order\n"
 	"                       (docs/devices.md); the image is locked, so no two VMs write one image;\n"
 	"                       readonly=on opens it read-only and the guest's writes fail\n"
+	"  --net tap=NAME[,mac=MAC]  a virtio-net device on the existing tap interface NAME\n"
+	"                       (docs/devices.md); repeatable, at most 4; MAC a unicast\n"
+	"                       aa:bb:cc:dd:ee:ff (default 52:56:HH:HH:HH:N, from --name or the pid)\n"
 	"  --seccomp on|log|off per-thread system call filters (docs/security.md): on stops the VM\n"
 	"                       at a denied call, log only has the kernel log it (default on)\n"
 	"  --profile EVENT:PERIOD[,EVENT:PERIOD][,mode=stack|leaf]  sample every vCPU on the overflow\n"
@@ -89,7 +93,8 @@ enum {
 	OPT_PROFILE_OUTPUT,
 	OPT_SYMBOLS,
 	OPT_RNG,
-	OPT_DISK
+	OPT_DISK,
+	OPT_NET
 };
 
 static const struct option run_options[] = {
@@ -116,8 +121,105 @@ static const struct option run_options[] = {
 	{ "symbols", required_argument, NULL, OPT_SYMBOLS },
 	{ "rng", no_argument, NULL, OPT_RNG },
 	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "net", required_argument, NULL, OPT_NET },
 	{ NULL, 0, NULL, 0 },
 };
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/* "aa:bb:cc:dd:ee:ff": a unicast address, not all zeros. */
+static int parse_mac(const char *s, size_t len, uint8_t mac[6], struct errbuf *err)
+{
+	bool zero = true;
+
+	for (unsigned i = 0; i < 6; i++) {
+		int hi = len == 17 ? hexval(s[3 * i]) : -1, lo = len == 17 ? hexval(s[3 * i + 1]) : -1;
+
+		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
+			return errbuf_set(err, -EINVAL,
+					  "--net mac=%.*s is not a MAC address of six hex bytes "
+					  "(aa:bb:cc:dd:ee:ff)",
+					  (int)(len > 40 ? 40 : len), s);
+		mac[i] = (uint8_t)(hi << 4 | lo);
+		zero &= !mac[i];
+	}
+	if (mac[0] & 1)
+		return errbuf_set(err, -EINVAL,
+				  "--net mac=%.17s is a multicast address (bit 0 of the first byte); a "
+				  "device needs a unicast one, e.g. 52:54:00:12:34:56",
+				  s);
+	if (zero)
+		return errbuf_set(err, -EINVAL, "--net mac=00:00:00:00:00:00 is not a usable address");
+	return 0;
+}
+
+/* An interface name the kernel takes: 1-15 bytes, no '/', ':' or white space, not . or .. */
+static bool ifname_ok(const char *s, size_t len)
+{
+	if (!len || len >= VIRTIO_NET_IFNAMSIZ || (len == 1 && s[0] == '.') ||
+	    (len == 2 && !strncmp(s, "..", 2)))
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] == '/' || s[i] == ':' || (unsigned char)s[i] <= ' ' || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* --net tap=NAME[,mac=MAC] */
+static int parse_net(const char *arg, struct vm_config *cfg, struct errbuf *err)
+{
+	struct vm_net_cfg n = { 0 };
+	bool has_tap = false;
+	int rc;
+
+	if (cfg->nr_net >= VIRTIO_NET_MAX)
+		return errbuf_set(err, -EINVAL, "at most %u --net options", VIRTIO_NET_MAX);
+	for (const char *p = arg; *p;) {
+		size_t len = strcspn(p, ","), klen = strcspn(p, "=,");
+		const char *val = p + klen + 1;
+		size_t vlen = klen < len ? len - klen - 1 : 0;
+
+		if (klen == len)
+			return errbuf_set(err, -EINVAL,
+					  "--net '%.80s': '%.*s' is not KEY=VALUE (tap=NAME[,mac=MAC])", arg,
+					  (int)(len > 40 ? 40 : len), p);
+		if (klen == 3 && !strncmp(p, "tap", 3)) {
+			if (!ifname_ok(val, vlen))
+				return errbuf_set(err, -EINVAL,
+						  "--net tap=%.*s is not an interface name (1-15 characters, "
+						  "no '/', ':' or spaces)",
+						  (int)(vlen > 40 ? 40 : vlen), val);
+			memcpy(n.tap, val, vlen);
+			has_tap = true;
+		} else if (klen == 3 && !strncmp(p, "mac", 3)) {
+			rc = parse_mac(val, vlen, n.mac, err);
+			if (rc)
+				return rc;
+			n.has_mac = true;
+		} else {
+			return errbuf_set(err, -EINVAL, "--net: unknown key '%.*s' (tap=NAME[,mac=MAC])",
+					  (int)(klen > 40 ? 40 : klen), p);
+		}
+		p += len + (p[len] == ',');
+	}
+	if (!has_tap)
+		return errbuf_set(err, -EINVAL, "--net '%.80s' needs tap=NAME (an existing tap interface)",
+				  arg);
+	for (unsigned i = 0; i < cfg->nr_net; i++) {
+		if (!strcmp(cfg->net[i].tap, n.tap))
+			return errbuf_set(err, -EINVAL, "--net tap=%s is given twice", n.tap);
+		if (n.has_mac && cfg->net[i].has_mac && !memcmp(cfg->net[i].mac, n.mac, 6))
+			return errbuf_set(err, -EINVAL, "two --net options have the same mac");
+	}
+	cfg->net[cfg->nr_net++] = n;
+	return 0;
+}
 
 static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct errbuf *err)
 {
@@ -255,6 +357,8 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 			return -EINVAL;
 		cfg->nr_disks++;
 		return 0;
+	case OPT_NET:
+		return parse_net(arg, cfg, err);
 	default:
 		return errbuf_set(err, -EINVAL, "internal: unhandled option %d", opt);
 	}
@@ -348,7 +452,7 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 					  "option '%s' needs a value (see perfvisor run --help)",
 					  argv[optind - 1]);
 		/* The last of two values silently winning hides a mistake; --initrd is a list. */
-		if (opt != OPT_INITRD && opt != OPT_DISK && opt < OPT_KERNEL + 32 &&
+		if (opt != OPT_INITRD && opt != OPT_DISK && opt != OPT_NET && opt < OPT_KERNEL + 32 &&
 		    (given & (1u << (opt - OPT_KERNEL))))
 			return errbuf_set(err, -EINVAL, "--%s is given twice (see perfvisor run --help)",
 					  option_name(opt));
@@ -374,7 +478,8 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 				      { OPT_CPUID_HIDE, "--cpuid-hide" },
 				      { OPT_PROFILE, "--profile" },
 				      { OPT_RNG, "--rng" },
-				      { OPT_DISK, "--disk" } };
+				      { OPT_DISK, "--disk" },
+				      { OPT_NET, "--net" } };
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))

@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_tun.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -105,6 +106,8 @@ static const int io_calls[] = {
 	 * io-wq workers, which this filter does not see): docs/security.md.
 	 */
 	SCMP_SYS(io_uring_enter),
+	SCMP_SYS(readv), /* virtio-net: a frame from the tap into the guest's receive chain */
+	/* (write and writev, common: a transmit chain's frame to the tap; read: the eventfds) */
 };
 
 /* ioctl requests by thread: everything else (a TIOCSTI, a new VM) is denied. */
@@ -138,7 +141,8 @@ static const unsigned long main_ioctls[] = {
 };
 
 static const unsigned long io_ioctls[] = {
-	KVM_IRQ_LINE, /* a virtio interrupt where KVM has no irqfd */
+	KVM_IRQ_LINE,  /* a virtio interrupt where KVM has no irqfd */
+	TUNSETOFFLOAD, /* virtio-net: the checksum/TSO offloads the guest took, on its tap */
 };
 
 /* fcntl commands: the perf counters' owner and signal (vCPU), plain flags (both). */

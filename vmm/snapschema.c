@@ -31,6 +31,8 @@ static void build(void)
 		devices[schema.nr_devices++] = &virtio_rng_part;
 	for (unsigned i = 0; i < VIRTIO_BLK_MAX_PARTS && schema.nr_devices < SNAP_MAX_PARTS; i++)
 		devices[schema.nr_devices++] = &virtio_blk_parts[i];
+	for (unsigned i = 0; i < VIRTIO_NET_MAX && schema.nr_devices < SNAP_MAX_PARTS; i++)
+		devices[schema.nr_devices++] = &virtio_net_parts[i];
 }
 
 const struct snap_schema *vm_snap_schema(void)

@@ -401,6 +401,19 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 		cfg->disks[cfg->nr_disks].path[d->path_len] = '\0';
 		cfg->disks[cfg->nr_disks].readonly = d->readonly;
 	}
+	/* Its nets, on the taps of the same names (docs/snapshot.md). */
+	cfg->nr_net = 0;
+	for (unsigned i = 0; i < VIRTIO_NET_MAX; i++) {
+		const struct virtio_net_state *ns = snap_part_state(s, &virtio_net_parts[i], -1);
+
+		if (!ns)
+			break;
+		memcpy(cfg->net[i].tap, ns->ifname, ns->ifname_len);
+		cfg->net[i].tap[ns->ifname_len] = '\0';
+		memcpy(cfg->net[i].mac, ns->mac, 6);
+		cfg->net[i].has_mac = true;
+		cfg->nr_net++;
+	}
 	cfg->cpuid_hide = s->cpuid_hide;
 	cfg->kernel = s->kernel;
 	cfg->cmdline = s->cmdline;

@@ -220,15 +220,16 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = console_init(&vm->console, cfg->console, cfg->console_path, err);
 	/* configure: the kernel, the devices, the PV PMU, the vCPUs, their boot state or the snapshot's */
-	if (!rc && !restore)
-		rc = boot_load(
-			&vm->mem,
-			&(struct boot_config){
-				cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd, cfg->nr_cpus,
-				acpi_devs,
-				vm_virtio_acpi_devs(&(struct vm_virtio_plan_in){ cfg->rng, cfg->nr_disks },
-						    acpi_devs, VM_VIRTIO_MAX) },
-			&vm->boot, err);
+	if (!rc && !restore) {
+		/* the DSDT lists the virtio devices: rng, then the disks, then the nets (vm_virtio_plan) */
+		const struct vm_virtio_plan_in plan = { cfg->rng, cfg->nr_disks, cfg->nr_net };
+
+		rc = boot_load(&vm->mem,
+			       &(struct boot_config){ cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
+						      cfg->nr_cpus, acpi_devs,
+						      vm_virtio_acpi_devs(&plan, acpi_devs, VM_VIRTIO_MAX) },
+			       &vm->boot, err);
+	}
 	if (!rc)
 		rc = vm_devices_create(&vm->devs,
 				       &(struct vm_devices_config){ vm->nr_vcpus, vm->fd, &vm->mem,
@@ -243,7 +244,10 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 								  .mem = &vm->mem,
 								  .ctl = &vm->ctl,
 								  .bus = &vm->bus,
-								  .verbose = cfg->verbose },
+								  .verbose = cfg->verbose,
+								  .net = vm->cfg.net,
+								  .nr_net = vm->cfg.nr_net,
+								  .vm_name = vm->cfg.name },
 				      err);
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,

@@ -27,14 +27,22 @@
 #include "devices/devices.h"
 #include "seccomp.h"
 #include "vm_blk.h"
+#include "vm_net.h"
 
 struct vv_dev;
+
+/* The statistics fields of one device at most: the transport's, then a disk's own or the backend's own. */
+#define VV_STATS_PER_DEV                                                                         \
+	(VM_VIRTIO_NR_STATS + (VM_VIRTIO_NR_BLK_STATS > VM_VIRTIO_MAX_STATS - VM_VIRTIO_NR_STATS \
+				       ? VM_VIRTIO_NR_BLK_STATS                                  \
+				       : VM_VIRTIO_MAX_STATS - VM_VIRTIO_NR_STATS))
 
 struct vv_queue {
 	struct vv_dev *dev;
 	unsigned index;
 	int efd;   /* KVM's ioeventfd for QueueNotify == index; also written by the MMIO fallback */
 	bool ring; /* not a queue: the disk's io_uring completions (efd: the ring's eventfd) */
+	bool tap;  /* not a queue: the tap's readiness (edge-triggered), not a notification: efd is -1 */
 };
 
 struct vv_dev {
@@ -49,6 +57,8 @@ struct vv_dev {
 	struct vm_blk *blk;	    /* a disk: its image and ring */
 	struct vv_queue ring;	    /* ... whose completions the I/O thread reaps */
 	const struct vm_disk *disk; /* ... as the command line (or the snapshot) gave it */
+	struct vm_tap *tap;	    /* virtio-net: its tap, else NULL */
+	struct vv_queue tap_ready;  /* virtio-net: the tap has frames for queue 0 */
 };
 
 struct vm_virtio {
@@ -67,10 +77,10 @@ struct vm_virtio {
 	struct errbuf start_err;
 	enum seccomp_mode mode;
 	/* the statistics fields' names: virtio.<dev>.<counter> */
-	char stat_name[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)][48];
-	const char *stat_names[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)];
-	uint8_t stat_bytes[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)];
-	uint8_t stat_peak[VM_VIRTIO_MAX * (VM_VIRTIO_NR_STATS + VM_VIRTIO_NR_BLK_STATS)];
+	char stat_name[VM_VIRTIO_MAX * VV_STATS_PER_DEV][48];
+	const char *stat_names[VM_VIRTIO_MAX * VV_STATS_PER_DEV];
+	uint8_t stat_bytes[VM_VIRTIO_MAX * VV_STATS_PER_DEV];
+	uint8_t stat_peak[VM_VIRTIO_MAX * VV_STATS_PER_DEV];
 };
 
 /* struct virtio_counters' fields, in order, as statistics field names. */
@@ -109,6 +119,8 @@ unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_win
 		"virtio-blk0", "virtio-blk1", "virtio-blk2", "virtio-blk3",
 		"virtio-blk4", "virtio-blk5", "virtio-blk6", "virtio-blk7"
 	};
+	static const char *const nets[VIRTIO_NET_MAX] = { "virtio-net0", "virtio-net1", "virtio-net2",
+							  "virtio-net3" };
 	const char *names[VM_VIRTIO_MAX];
 	unsigned n = 0;
 
@@ -118,6 +130,9 @@ unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_win
 		names[n++] = "virtio-rng";
 	for (unsigned i = 0; i < in->disks && i < VM_MAX_DISKS && n < VM_VIRTIO_MAX; i++)
 		names[n++] = disk_names[i];
+	/* then the nets */
+	for (unsigned i = 0; i < in->nr_net && i < VIRTIO_NET_MAX && n < VM_VIRTIO_MAX; i++)
+		names[n++] = nets[i];
 	for (unsigned i = 0; i < n && i < max; i++)
 		out[i] = (struct vm_virtio_window){
 			names[i],	  "LNRO0005", i,   VM_VIRTIO_BASE + i * VIRTIO_MMIO_SIZE,
@@ -193,6 +208,38 @@ static int mmio_access(void *opaque, struct bus_access *a)
 
 /* ---- setting up ------------------------------------------------------------------------- */
 
+/* virtio-netN on its tap: the N-th --net. */
+static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
+{
+	const struct vm_net_cfg *nc = &d->owner->cfg.net[i];
+	struct virtio_net_params p = { .ifname = nc->tap, .name = d->win.name };
+	int rc;
+
+	d->tap = calloc(1, sizeof(*d->tap));
+	if (!d->tap)
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	d->tap->fd = -1;
+	rc = vm_tap_open(d->tap, nc->tap, err);
+	if (rc)
+		return rc;
+	if (nc->has_mac)
+		memcpy(p.mac, nc->mac, 6);
+	else
+		vm_net_default_mac(d->owner->cfg.vm_name, (unsigned long)getpid(), i, p.mac);
+	p.offloads = d->tap->offloads;
+	p.io = vm_tap_io(d->tap);
+	d->tap_ready = (struct vv_queue){ .dev = d, .index = 0, .efd = -1, .tap = true };
+	d->part = &virtio_net_parts[i];
+	rc = virtio_net_create(&d->dev, &d->host, &p);
+	if (rc)
+		return errbuf_set(err, rc, "%s: %s", d->win.name, strerror(-rc));
+	if (d->owner->cfg.verbose)
+		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s", d->win.name, nc->tap,
+		       p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],
+		       p.offloads ? "csum, tso4, tso6" : "none (the tap refuses TUNSETOFFLOAD)");
+	return 0;
+}
+
 static int make_device(struct vm_virtio *vv, const struct vm_virtio_window *w, struct errbuf *err)
 {
 	struct vv_dev *d = &vv->dev[vv->n];
@@ -213,13 +260,19 @@ static int make_device(struct vm_virtio *vv, const struct vm_virtio_window *w, s
 		struct virtio_blk_params p;
 
 		d->disk = &vv->cfg.disks[k];
-		d->ring = (struct vv_queue){ d, 0, -1, true };
+		d->ring = (struct vv_queue){ .dev = d, .index = 0, .efd = -1, .ring = true };
 		rc = vm_blk_open(&d->blk, d->disk->path, d->disk->readonly, vv->cfg.verbose, err);
 		if (rc)
 			return rc;
 		vm_blk_params(d->blk, &p);
 		rc = virtio_blk_create(&d->dev, &p, &d->host);
 		d->part = &virtio_blk_parts[k];
+	} else if (!strncmp(w->name, "virtio-net", 10)) {
+		vv->n++; /* destroy closes what make_net opened */
+		rc = make_net(d, (unsigned)(w->name[10] - '0'), err);
+		if (rc)
+			return rc;
+		return bus_register(vv->cfg.bus, BUS_MMIO, w->base, w->len, mmio_access, d, w->name, err);
 	} else {
 		rc = virtio_rng_create(&d->dev, &d->host);
 		d->part = &virtio_rng_part;
@@ -266,6 +319,11 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 		if (epoll_ctl(vv->epfd, EPOLL_CTL_ADD, d->ring.efd, &ev) < 0)
 			return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
 	}
+	/* Frames from the tap: edge-triggered, so frames left waiting (no buffer) do not spin the thread. */
+	if (d->tap &&
+	    epoll_ctl(vv->epfd, EPOLL_CTL_ADD, d->tap->fd,
+		      &(struct epoll_event){ .events = EPOLLIN | EPOLLET, .data.ptr = &d->tap_ready }) < 0)
+		return errbuf_set(err, -errno, "%s: epoll_ctl: %s", d->win.name, strerror(errno));
 	d->irqfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->irqfd < 0)
 		return errbuf_set(err, -errno, "%s: eventfd: %s", d->win.name, strerror(errno));
@@ -285,7 +343,8 @@ static int wire_device(struct vm_virtio *vv, struct vv_dev *d, struct errbuf *er
 int vm_virtio_create(struct vm_virtio **out, const struct vm_virtio_config *cfg, struct errbuf *err)
 {
 	struct vm_virtio_window w[VM_VIRTIO_MAX];
-	unsigned n = vm_virtio_plan(&(struct vm_virtio_plan_in){ cfg->rng, cfg->nr_disks }, w, VM_VIRTIO_MAX);
+	unsigned n = vm_virtio_plan(&(struct vm_virtio_plan_in){ cfg->rng, cfg->nr_disks, cfg->nr_net }, w,
+				    VM_VIRTIO_MAX);
 	struct vm_virtio *vv;
 	int rc = 0;
 
@@ -365,7 +424,10 @@ static void part_save(void *obj, void *state)
 	pthread_mutex_lock(&d->owner->io_lock);
 	if (d->blk)
 		drain(d);
-	virtio_mmio_save(d->dev, state);
+	if (d->tap)
+		virtio_net_save(d->dev, state);
+	else
+		virtio_mmio_save(d->dev, state);
 	if (d->blk) {
 		struct virtio_blk_state *st = state;
 		const char *path = vm_blk_path(d->blk);
@@ -381,7 +443,7 @@ static void part_save(void *obj, void *state)
 static int part_load(void *obj, const void *state, struct errbuf *err)
 {
 	struct vv_dev *d = obj;
-	int rc = virtio_mmio_load(d->dev, state);
+	int rc = d->tap ? virtio_net_load(d->dev, state) : virtio_mmio_load(d->dev, state);
 
 	return rc ? errbuf_set(err, rc, "%s refuses its saved state: a ready queue's rings are not in RAM",
 			       d->win.name)
@@ -417,8 +479,12 @@ static void serve(struct vm_virtio *vv, struct vv_queue *q)
 		nanosleep(&ms, NULL);
 		pthread_mutex_lock(&vv->io_lock);
 	}
+	if (q->dev->tap)
+		vm_tap_apply(q->dev->tap); /* the offloads the guest took, before its frames move */
 	if (!vmctl_stopping(vv->cfg.ctl) && q->ring)
 		reap(q->dev, 0);
+	else if (!vmctl_stopping(vv->cfg.ctl) && q->tap)
+		virtio_mmio_poll(q->dev->dev, q->index);
 	else if (!vmctl_stopping(vv->cfg.ctl))
 		virtio_mmio_serve(q->dev->dev, q->index);
 	if (q->dev->blk)
@@ -459,7 +525,8 @@ static void *io_thread(void *arg)
 
 			if (!q)
 				return NULL; /* the stop eventfd */
-			(void)!read(q->efd, &v, sizeof(v));
+			if (q->efd >= 0)
+				(void)!read(q->efd, &v, sizeof(v));
 			serve(vv, q);
 		}
 	}
@@ -505,19 +572,25 @@ void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, con
 	*bytes = vv ? vv->stat_bytes : NULL;
 	*peak = vv ? vv->stat_peak : NULL;
 	for (unsigned i = 0; vv && i < vv->n; i++) {
-		/* "virtio-rng" gives "virtio.rng.requests", "virtio-blk0" "virtio.blk0.reads" */
-		const char *dev = strchr(vv->dev[i].win.name, '-');
+		/* "virtio-rng" gives "virtio.rng.requests", "virtio-blk0" "virtio.blk0.reads", "virtio-net0" "virtio.net0.rx_bytes" */
+		const char *dev = strchr(vv->dev[i].win.name, '-'), *const * own;
+		unsigned nr_own = virtio_mmio_backend_counters(vv->dev[i].dev, &own, NULL);
 		unsigned nb = vv->dev[i].blk ? VM_VIRTIO_NR_BLK_STATS : 0;
 
+		if (nr_own > VM_VIRTIO_MAX_STATS - VM_VIRTIO_NR_STATS)
+			nr_own = VM_VIRTIO_MAX_STATS - VM_VIRTIO_NR_STATS;
 		dev = dev ? dev + 1 : vv->dev[i].win.name;
-		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS + nb; k++, (*n)++) {
-			bool own = k >= VM_VIRTIO_NR_STATS;
-			const char *what = own ? blk_counter_names[k - VM_VIRTIO_NR_STATS] : counter_names[k];
+		for (unsigned k = 0; k < VM_VIRTIO_NR_STATS + nb + nr_own; k++, (*n)++) {
+			const char *what = k < VM_VIRTIO_NR_STATS ? counter_names[k]
+					   : k < VM_VIRTIO_NR_STATS + nb
+						   ? blk_counter_names[k - VM_VIRTIO_NR_STATS]
+						   : own[k - VM_VIRTIO_NR_STATS - nb];
 
 			snprintf(vv->stat_name[*n], sizeof(vv->stat_name[*n]), "virtio.%s.%s", dev, what);
 			vv->stat_names[*n] = vv->stat_name[*n];
-			vv->stat_bytes[*n] = own ? strstr(what, "bytes_") != NULL : k == 1; /* "bytes" */
-			vv->stat_peak[*n] = own && !strcmp(what, "inflight_peak");
+			/* "bytes", "bytes_read", "rx_bytes", ... count bytes */
+			vv->stat_bytes[*n] = strstr(what, "bytes") != NULL;
+			vv->stat_peak[*n] = !strcmp(what, "inflight_peak");
 		}
 	}
 }
@@ -525,14 +598,19 @@ void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, con
 void vm_virtio_stats_read(void *ctx, uint64_t *values)
 {
 	const struct vm_virtio *vv = ctx;
+	uint64_t own[VM_VIRTIO_MAX_STATS];
 
 	for (unsigned i = 0; i < vv->n; i++) {
+		unsigned nr_own = virtio_mmio_backend_counters(vv->dev[i].dev, NULL, own);
+
 		virtio_mmio_get_counters(vv->dev[i].dev, (struct virtio_counters *)values);
 		values += VM_VIRTIO_NR_STATS;
 		if (vv->dev[i].blk) {
 			blk_stats(vv->dev[i].dev, values);
 			values += VM_VIRTIO_NR_BLK_STATS;
 		}
+		for (unsigned k = 0; k < nr_own && k < VM_VIRTIO_MAX_STATS - VM_VIRTIO_NR_STATS; k++)
+			*values++ = own[k];
 	}
 }
 
@@ -558,6 +636,15 @@ void vm_virtio_log(const struct vm_virtio *vv)
 			       vv->dev[i].win.name, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8],
 			       b[9], b[10]);
 		}
+		if (vv->dev[i].tap) {
+			struct virtio_net_counters nc;
+
+			virtio_mmio_backend_counters(vv->dev[i].dev, NULL, (uint64_t *)&nc);
+			vm_log("%s: received %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
+			       " dropped; sent %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " errors",
+			       vv->dev[i].win.name, nc.rx_packets, nc.rx_bytes, nc.rx_dropped, nc.tx_packets,
+			       nc.tx_bytes, nc.tx_errors);
+		}
 	}
 }
 
@@ -581,6 +668,9 @@ void vm_virtio_destroy(struct vm_virtio *vv)
 		if (d->irqfd >= 0)
 			close(d->irqfd);
 		virtio_mmio_destroy(d->dev);
+		if (d->tap)
+			vm_tap_close(d->tap);
+		free(d->tap);
 	}
 	if (vv->epfd >= 0)
 		close(vv->epfd);

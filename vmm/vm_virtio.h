@@ -40,15 +40,17 @@ struct vm_virtio_window {
 
 /* The virtio devices a configuration asks for. */
 struct vm_virtio_plan_in {
-	bool rng;	/* --rng */
-	unsigned disks; /* --disk options (at most VM_MAX_DISKS) */
+	bool rng;	 /* --rng */
+	unsigned disks;	 /* --disk options (at most VM_MAX_DISKS) */
+	unsigned nr_net; /* --net options (at most VIRTIO_NET_MAX) */
 };
 
 /*
  * The windows the devices of a configuration get, in order (virtio-rng,
- * then the disks virtio-blk0, virtio-blk1, ... in command-line order),
- * before any is made (a firmware table built first can list them): copies
- * at most max into out, returns how many. Pure.
+ * then the disks virtio-blk0, virtio-blk1, ... in command-line order, then
+ * the nets virtio-net0, virtio-net1, ...), before any is made (a firmware
+ * table built first can list them): copies at most max into out, returns
+ * how many. Pure.
  */
 unsigned vm_virtio_plan(const struct vm_virtio_plan_in *in, struct vm_virtio_window *out, unsigned max);
 
@@ -66,6 +68,9 @@ struct vm_virtio_config {
 	struct vmctl *ctl;
 	struct bus *bus; /* not frozen yet */
 	bool verbose;
+	const struct vm_net_cfg *net; /* --net, nr_net of them */
+	unsigned nr_net;
+	const char *vm_name; /* --name, for the default MACs */
 };
 
 /* Make the devices asked for and register their windows. 0 or -errno with a message. Setup thread. */
@@ -86,10 +91,12 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
 /* Statistics fields per device, in the VM record (docs/stats-abi.md): virtio.<dev>.<counter>. */
 #define VM_VIRTIO_NR_STATS 7	  /* the transport's, every device */
 #define VM_VIRTIO_NR_BLK_STATS 11 /* a disk's own, after those */
+#define VM_VIRTIO_MAX_STATS 16	  /* the transport's and the backend's own (virtio-net: 6 more) */
 /*
  * The VM record's fields for the devices' counters: names (whether each
- * counts bytes, whether it is a peak) for vm_stats_extra; n: how many (0
- * for NULL). Setup thread.
+ * counts bytes, whether it is a peak) for vm_stats_extra:
+ * VM_VIRTIO_NR_STATS per device and its backend's own counters; n: how
+ * many (0 for NULL). Setup thread.
  */
 void vm_virtio_stats_fields(struct vm_virtio *vv, const char *const **names, const uint8_t **bytes,
 			    const uint8_t **peak, unsigned *n);

@@ -49,6 +49,13 @@ struct vm_disk {
 	bool readonly;
 };
 
+/* One --net tap=NAME[,mac=MAC]. */
+struct vm_net_cfg {
+	char tap[VIRTIO_NET_IFNAMSIZ];
+	uint8_t mac[6];
+	bool has_mac; /* else vm_net_default_mac */
+};
+
 struct vm_config {
 	const char *kernel;
 	unsigned nr_cpus;
@@ -75,6 +82,8 @@ struct vm_config {
 	bool rng;		    /* --rng: a virtio-rng device (a restore: the snapshot has one) */
 	struct vm_disk disks[VM_MAX_DISKS]; /* --disk, in command-line order (a restore: the snapshot's) */
 	unsigned nr_disks;
+	struct vm_net_cfg net[VIRTIO_NET_MAX]; /* --net, in order (a restore: the snapshot's) */
+	unsigned nr_net;
 };
 
 #define VM_DEFAULT_CPUS 1U

@@ -510,6 +510,7 @@ struct vio_dev {
 	struct vio_queue *q;
 	uint16_t num;
 	uint16_t next_avail; /* the driver's avail idx */
+	uint16_t qi;	     /* the queue index (0 unless set: virtio-net's TX queue is 1) */
 };
 
 uint32_t vio_read(const struct vio_dev *d, uint32_t off);
@@ -518,9 +519,9 @@ void vio_write(const struct vio_dev *d, uint32_t off, uint32_t val);
 bool vio_probe(const struct vio_dev *d, uint32_t device_id);
 /* Reset, ACK, DRIVER, driver features (high word hi, low word lo), FEATURES_OK: the status read back. */
 uint32_t vio_negotiate(struct vio_dev *d, uint32_t hi, uint32_t lo);
-/* Queue 0 of `num` entries at q (zeroed here), QueueReady = 1: QueueReady as read back. */
+/* Queue d->qi of `num` entries at q (zeroed here), QueueReady = 1: QueueReady as read back. */
 bool vio_queue_setup(struct vio_dev *d, struct vio_queue *q, uint16_t num);
-/* Offer descriptor chain `head` (make it available) and notify queue 0. */
+/* Offer descriptor chain `head` (make it available) and notify queue d->qi. */
 void vio_offer(struct vio_dev *d, uint16_t head);
 /*
  * Route IOAPIC pin gsi, edge, active high, to `vector` on APIC id `apic_id`;

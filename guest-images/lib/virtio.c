@@ -49,7 +49,7 @@ bool vio_queue_setup(struct vio_dev *d, struct vio_queue *q, uint16_t num)
 	d->q = q;
 	d->num = num;
 	d->next_avail = 0;
-	vio_write(d, 0x030, 0);
+	vio_write(d, 0x030, d->qi);
 	vio_write(d, 0x038, num);
 	vio_write(d, 0x080, (uint32_t)a);
 	vio_write(d, 0x084, (uint32_t)(a >> 32));
@@ -68,7 +68,7 @@ void vio_offer(struct vio_dev *d, uint16_t head)
 	/* The entry (and the descriptors) before the idx the device reads. */
 	__atomic_store_n(&d->q->avail_idx, d->next_avail, __ATOMIC_RELEASE);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	vio_write(d, 0x050, 0);
+	vio_write(d, 0x050, d->qi);
 }
 
 static void ioapic_write(uint32_t reg, uint32_t val)

@@ -20,6 +20,7 @@ PV=$B/perfvisor
 ASAN=$B/asan/perfvisor
 JC=$B/tests/jsoncheck
 AC=$B/tests/apiclients
+MKTAP=$B/tests/mktap
 SNAP=$G/snap.elf
 PROF=$G/profile.elf
 
@@ -110,6 +111,18 @@ done_test() {
 	fi
 	return 0
 }
+
+# ---- taps for virtio-net (root, /dev/net/tun) ---------------------------------------
+# can_tap: root, the tun device and `busybox ip` are here (the test host has them).
+can_tap() { [ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] && [ -x "$MKTAP" ] && busybox ip link >/dev/null 2>&1; }
+# tap_make NAME [UID [ADDR/LEN]]: a persistent tap (owned by UID, - for none), up, with ADDR on it.
+tap_make() {
+	"$MKTAP" -d "$1" >/dev/null 2>&1
+	if [ -n "${2:-}" ] && [ "$2" != - ]; then "$MKTAP" "$1" "$2"; else "$MKTAP" "$1"; fi || return 1
+	[ -z "${3:-}" ] || busybox ip addr add "$3" dev "$1" || return 1
+	busybox ip link set "$1" up
+}
+tap_del() { "$MKTAP" -d "$1" >/dev/null 2>&1; }
 
 # need_asan: the sanitizer build is there, or say SKIP and end this test file.
 need_asan() {

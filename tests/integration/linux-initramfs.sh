@@ -11,7 +11,10 @@
 # tests/integration/debian-kernel.sh): `pvinit.mods=1` loads them all, in
 # order, before anything else; `pvinit=rng` then reads /dev/hwrng;
 # `pvinit=disk` mounts /dev/vda on /mnt and runs /mnt/pvtest.sh (a script a
-# test put in the image) before powering off. The cpio (newc) is
+# test put in the image) before powering off; `pvinit=idle` idles for 600 s
+# (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=net` gives eth0
+# 10.0.2.15/24 and sends then receives `pvinit.netmb` MiB over TCP (busybox
+# nc) to and from 10.0.2.1, printing each stream's md5. The cpio (newc) is
 # written by `cpio -o -H newc`, which GNU cpio and busybox's both do.
 # Prints what it has; exit 1 with one line saying why if it cannot.
 # Usage: tests/integration/linux-initramfs.sh [BUILD]
@@ -81,7 +84,29 @@ case " $(cat /proc/cmdline) " in
 	fi
 	sync
 	echo "pvinit: poweroff -f"; poweroff -f ;;
+*" pvinit=net "*)
+	# eth0 10.0.2.15/24 to the tap's host end 10.0.2.1: pvinit.netmb=N MiB (default 100) sent
+	# to port 5001, then N MiB received from port 5002, each with its md5 and its time.
+	mb=$(sed -n 's/.*pvinit.netmb=\([0-9]*\).*/\1/p' /proc/cmdline); mb=${mb:-100}
+	stream() { i=0; while [ $i -lt "$mb" ]; do cat /tmp/blk; i=$((i + 1)); done; }
+	now() { cut -d' ' -f1 /proc/uptime; }
+	ip link set lo up; ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
+	echo "pvinit: eth0 $(cat /sys/class/net/eth0/address) driver $(basename "$(readlink /sys/class/net/eth0/device/driver)") $(cat /sys/class/net/eth0/operstate)"
+	dd if=/dev/urandom of=/tmp/blk bs=1048576 count=1 2>/dev/null
+	i=0; while ! ping -c 1 -W 1 10.0.2.1 >/dev/null 2>&1 && [ $i -lt 30 ]; do i=$((i + 1)); done
+	echo "pvinit: ping 10.0.2.1 after $i tries"
+	echo "pvinit: net sent md5 $(stream | md5sum | cut -d' ' -f1)"
+	t0=$(now); stream | nc 10.0.2.1 5001; t1=$(now)
+	echo "pvinit: net sent $mb MiB in $t0 $t1"
+	# busybox nc ends when the other side closes, and closes its side when its input ends: the
+	# receiver's input is a fifo that never ends (the shell holds it open), so the sender's end
+	# of the stream is what ends the connection.
+	mkfifo /tmp/idle && exec 3<>/tmp/idle
+	t0=$(now); got=$(nc 10.0.2.1 5002 <&3 | md5sum | cut -d' ' -f1); t1=$(now)
+	echo "pvinit: net received md5 $got, $mb MiB in $t0 $t1"
+	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
+*" pvinit=idle "*) echo "pvinit: idle"; sleep 600; poweroff -f ;;
 *) echo "pvinit: poweroff -f"; poweroff -f ;;
 esac
 sleep 60

@@ -51,6 +51,8 @@ cp /bin/busybox "$r/bin/busybox"
 for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arch/x86/kvm/kvm-amd.ko; do
 	cp "$mods/$m" "$r/mod/"
 done
+# tun, for the virtio-net tests' taps (built in on some kernels: then there is no module).
+[ ! -f "$mods/drivers/net/tun.ko" ] || cp "$mods/drivers/net/tun.ko" "$r/mod/"
 # Of the Debian kernel (tests/integration/debian-kernel.sh) only the bzImage goes in.
 (cd "$root" && tar cf - --exclude="${build#"$root"/}/testhost" --exclude='*.o' --exclude='*.d' --exclude='*.a' \
 	--exclude="${build#"$root"/}/debian-kernel/cache" --exclude="${build#"$root"/}/debian-kernel/vmlinux" \
@@ -98,6 +100,7 @@ mkdir -p /dev/shm && mount -t tmpfs tmp /dev/shm; mount -t tmpfs tmp /tmp
 # Loopback, for tests that talk HTTP on 127.0.0.1 (the exporter and Prometheus).
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 for m in irqbypass ccp kvm kvm-amd; do insmod /mod/$m.ko 2>/dev/null; done
+[ ! -f /mod/tun.ko ] || insmod /mod/tun.ko 2>/dev/null
 if [ ! -c /dev/kvm ]; then
 	echo "testhost: kvm-amd did not load (does this QEMU emulate SVM?)"
 	dmesg | grep -i -E 'kvm|svm' | tail -5

@@ -493,3 +493,58 @@ Test(cli, disk_bad)
 	expect_bad("--disk cannot be combined with --restore", "--restore", "s", "--disk", "path=a");
 	expect_bad("option '--disk' needs a value", "--kernel", "k", "--disk");
 }
+
+Test(cli, net)
+{
+	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0xab, 0xcd, 0xef };
+
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_net, 0, "no device unless asked for");
+	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=tap0"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_net, 1);
+	cr_assert_str_eq(cfg.net[0].tap, "tap0");
+	cr_assert_not(cfg.net[0].has_mac, "the default MAC comes later");
+	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a,mac=52:54:00:AB:cd:ef", "--net",
+			   "mac=52:54:00:00:00:01,tap=b"),
+		     0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_net, 2);
+	cr_assert(cfg.net[0].has_mac);
+	cr_assert_arr_eq(cfg.net[0].mac, mac, 6);
+	cr_assert_str_eq(cfg.net[1].tap, "b");
+	cr_assert_eq(cfg.net[1].mac[5], 1);
+	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a", "--net", "tap=b", "--net", "tap=c", "--net",
+			   "tap=d"),
+		     0, "%s", err.msg);
+	cr_assert_eq(cfg.nr_net, 4);
+	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=123456789012345"), 0, "15 characters: %s", err.msg);
+}
+
+Test(cli, net_bad)
+{
+	expect_bad("at most 4 --net options", "--kernel", "k", "--net", "tap=a", "--net", "tap=b", "--net",
+		   "tap=c", "--net", "tap=d", "--net", "tap=e");
+	expect_bad("--net 'mac=52:54:00:12:34:56' needs tap=NAME", "--kernel", "k", "--net",
+		   "mac=52:54:00:12:34:56");
+	expect_bad("--net: unknown key 'model'", "--kernel", "k", "--net", "tap=a,model=e1000");
+	expect_bad("'tap' is not KEY=VALUE", "--kernel", "k", "--net", "tap");
+	expect_bad("--net tap= is not an interface name", "--kernel", "k", "--net", "tap=");
+	expect_bad("--net tap=1234567890123456 is not an interface name", "--kernel", "k", "--net",
+		   "tap=1234567890123456");
+	expect_bad("--net tap=a/b is not an interface name", "--kernel", "k", "--net", "tap=a/b");
+	expect_bad("--net mac=53:54:00:12:34:56 is a multicast address", "--kernel", "k", "--net",
+		   "tap=a,mac=53:54:00:12:34:56");
+	expect_bad("--net mac=52:54:00:12:34 is not a MAC address", "--kernel", "k", "--net",
+		   "tap=a,mac=52:54:00:12:34");
+	expect_bad("--net mac=52:54:00:12:34:567 is not a MAC address", "--kernel", "k", "--net",
+		   "tap=a,mac=52:54:00:12:34:567");
+	expect_bad("--net mac=52-54-00-12-34-56 is not a MAC address", "--kernel", "k", "--net",
+		   "tap=a,mac=52-54-00-12-34-56");
+	expect_bad("--net mac=52:54:00:12:34:5g is not a MAC address", "--kernel", "k", "--net",
+		   "tap=a,mac=52:54:00:12:34:5g");
+	expect_bad("--net mac=00:00:00:00:00:00 is not a usable address", "--kernel", "k", "--net",
+		   "tap=a,mac=00:00:00:00:00:00");
+	expect_bad("--net tap=a is given twice", "--kernel", "k", "--net", "tap=a", "--net", "tap=a");
+	expect_bad("two --net options have the same mac", "--kernel", "k", "--net",
+		   "tap=a,mac=52:54:00:00:00:01", "--net", "tap=b,mac=52:54:00:00:00:01");
+	expect_bad("--net cannot be combined with --restore", "--restore", "s", "--net", "tap=a");
+}

@@ -1,0 +1,134 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Linux boot benchmark (POSIX sh: it also runs in the busybox test VM).
+# Debian's stock kernel (BUILD/debian-kernel/vmlinuz) with the Linux tests'
+# busybox initramfs (BUILD/linux-initramfs/initramfs.cpio: its /init prints
+# "pvinit: reached /init" and powers off), booted by QEMU microvm (-kernel,
+# -initrd: the baseline) and by perfvisor, interleaved, same kernel,
+# initramfs, command line, memory and vCPUs: the guest's printk time of "Run
+# /init as init process" and the wall time from exec to "pvinit: reached
+# /init"; then the same with a virtio-rng device on both sides (perfvisor
+# --rng, QEMU -device virtio-rng-device; pvinit.mods=1 loads the virtio
+# modules). Then the VMM's resident memory beyond the guest RAM it holds
+# (/proc/PID/smaps, while the --rng guest idles), against Firecracker's
+# published 5 MiB. Env: BUILD, BENCH_LINUX_RUNS (3), BENCH_LINUX_RNG_RUNS
+# (= BENCH_LINUX_RUNS; 0 leaves the virtio-rng pair out), BENCH_LINUX_CPUS (2),
+# BENCH_LINUX_MEM (256M), BENCH_HOST. Run by bench/run.sh.
+set -eu
+. "$(dirname "$0")/lib.sh"
+
+build=${BUILD:-build}
+runs=${BENCH_LINUX_RUNS:-3}
+rng_runs=${BENCH_LINUX_RNG_RUNS:-$runs}
+cpus=${BENCH_LINUX_CPUS:-2}
+mem=${BENCH_LINUX_MEM:-256M}
+host=$(bench_host "$build/perfvisor")
+pv=$build/perfvisor
+spawn=$build/bench/spawn
+kernel=$build/debian-kernel/vmlinuz
+initrd=$build/linux-initramfs/initramfs.cpio
+cmd="console=ttyS0 printk.time=1 panic=-1"
+bench_positive BENCH_LINUX_RUNS "$runs"
+bench_positive BENCH_LINUX_CPUS "$cpus"
+case "$rng_runs" in '' | *[!0-9]*) echo "bench: BENCH_LINUX_RNG_RUNS must be a number" >&2; exit 2 ;; esac
+case "$mem" in *M) mem_kib=$((${mem%M} * 1024)) ;; *G) mem_kib=$((${mem%G} * 1048576)) ;;
+*) echo "bench: BENCH_LINUX_MEM must be a size in M or G (e.g. 256M)" >&2; exit 2 ;; esac
+bench_need "$pv" "$spawn" "$kernel" "$initrd"
+command -v qemu-system-x86_64 >/dev/null ||
+	{ echo "bench: qemu-system-x86_64 not found (bash scripts/deps.sh bench)" >&2; exit 1; }
+bench_tmpdir
+vmpid=
+trap '[ -n "$vmpid" ] && kill -KILL $vmpid 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+
+# QEMU's microvm as it boots a kernel: its defaults (ACPI, RTC, PIT, PIC, its
+# qboot firmware), no default devices, the serial port on stdout. The CPU is
+# the host's without IA32_ARCH_CAPABILITIES, as in bench/boot.sh.
+qemu="qemu-system-x86_64 -enable-kvm -cpu host,-arch-capabilities -smp $cpus -m $mem -M microvm
+	-nodefaults -no-user-config -display none -monitor none -serial stdio -no-reboot
+	-kernel $kernel -initrd $initrd"
+pvrun="$pv run --kernel $kernel --initrd $initrd --cpus $cpus --memory $mem --console stdio"
+mark='pvinit: reached /init'
+init='Run /init as init process'
+
+echo "bench: linux: $runs interleaved boots of each case$([ "$rng_runs" -gt 0 ] && echo ", $rng_runs with virtio-rng") ..."
+# shellcheck disable=SC2086 # $qemu and $pvrun are word lists (no path here has a space)
+set -- -n "$runs" -w 0 -d "$tmp" -t 300 \
+	-l "qemu microvm" -m "$mark" -e "$mark" -g "$init" -- $qemu -append "$cmd" \
+	:: -l "perfvisor" -m "$mark" -e "$mark" -g "$init" -- $pvrun --cmdline "$cmd"
+"$spawn" "$@" >"$tmp/boot.tsv"
+if [ "$rng_runs" -gt 0 ]; then
+	# shellcheck disable=SC2086
+	set -- -n "$rng_runs" -w 0 -d "$tmp" -t 300 \
+		-l "qemu microvm, virtio-rng" -m "$mark" -e "$mark" -g "$init" -- \
+		$qemu -device virtio-rng-device -append "$cmd pvinit.mods=1" \
+		:: -l "perfvisor --rng" -m "$mark" -e "$mark" -g "$init" -- $pvrun --rng --cmdline "$cmd pvinit.mods=1"
+	"$spawn" "$@" >>"$tmp/boot.tsv"
+fi
+
+# overhead_kib PID: the process's Rss less that of its guest RAM (its
+# largest mapping, at least the guest's size), in KiB: "overhead total guest".
+overhead_kib() {
+	awk -v want="$mem_kib" '
+		/^Size:/ { size = $2 }
+		/^Rss:/ { total += $2; if (size >= want && size > max) { max = size; guest = $2 } }
+		END { if (!max) print "-1 " total " -1"; else print total - guest, total, guest }' "/proc/$1/smaps"
+}
+# idle_rss LABEL COMMAND...: boots COMMAND with pvinit=idle, its console in a
+# file, reads its memory 2 s after the guest idles; appends "LABEL overhead total guest".
+idle_rss() {
+	label=$1
+	shift
+	"$@" >"$tmp/idle.out" 2>"$tmp/idle.err" &
+	vmpid=$!
+	i=0
+	while ! grep -q 'pvinit: idle' "$tmp/idle.out" 2>/dev/null && [ $i -lt 3000 ]; do
+		kill -0 $vmpid 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if grep -q 'pvinit: idle' "$tmp/idle.out"; then
+		sleep 2
+		printf '%s\t%s\n' "$label" "$(overhead_kib $vmpid)" >>"$tmp/rss.tsv"
+	else
+		echo "bench: linux: $label never idled: $(tail -n 3 "$tmp/idle.err" "$tmp/idle.out" | tr '\n' ' ')" >&2
+		printf '%s\t-1 -1 -1\n' "$label" >>"$tmp/rss.tsv"
+	fi
+	kill -KILL $vmpid 2>/dev/null || true
+	wait $vmpid 2>/dev/null || true
+	vmpid=
+}
+echo "bench: linux: the VMMs' memory while the guest idles (--rng) ..."
+: >"$tmp/rss.tsv"
+# shellcheck disable=SC2086
+idle_rss "perfvisor --rng" $pvrun --rng --cmdline "$cmd pvinit.mods=1 pvinit=idle"
+# shellcheck disable=SC2086
+idle_rss "qemu microvm, virtio-rng" $qemu -device virtio-rng-device -append "$cmd pvinit.mods=1 pvinit=idle"
+
+echo
+awk -F '\t' -v host="$host" -v cpus="$cpus" -v mem="$mem" -v pkg="$(cat "$build/debian-kernel/package" 2>/dev/null)" '
+FILENAME ~ /boot.tsv$/ { n++; lab[n] = $1; runs[n] = $2; wall[n] = $4 / 1e6; mark[n] = $9 / 1e6; g[n] = $10 / 1e6 }
+FILENAME ~ /rss.tsv$/ { split($2, v, " "); m++; rlab[m] = $1; over[m] = v[1]; tot[m] = v[2]; gst[m] = v[3] }
+function ratio(x, base, target) {
+	if (base <= 0) return "-"
+	if (!target) return sprintf("%.2f", x / base)
+	return sprintf("%.2f (%s)", x / base, x / base <= 0.5 ? "met" : "MISSED")
+}
+END {
+	printf "perfvisor bench — Linux boot to /init (%s)\n", host
+	printf "%s, busybox initramfs, %s vCPUs, %s, console on the serial port; target: perfvisor <= 0.50x QEMU\n", pkg, cpus, mem
+	printf "%-26s %4s %12s  %-16s %12s  %-16s %7s\n", "case", "runs", "Run /init s", "ratio", "wall /init s", "ratio", "exit s"
+	for (i = 1; i <= n; i++) {
+		base = lab[i] ~ /^qemu/ ? i : i - 1
+		tg = lab[i] ~ /^qemu/ ? "1.00 (baseline)" : ratio(g[i], g[base], 1)
+		tw = lab[i] ~ /^qemu/ ? "1.00 (baseline)" : ratio(mark[i], mark[base], 1)
+		printf "%-26s %4d %12.2f  %-16s %12.2f  %-16s %7.2f\n", lab[i], runs[i], g[i], tg, mark[i], tw, wall[i]
+	}
+	printf "Run /init s: the guest'"'"'s printk time of \"Run /init as init process\"; wall /init s: exec to \"pvinit: reached /init\"\n"
+	printf "on the console; exit s: exec to the VMM'"'"'s exit (poweroff -f). Medians; each ratio is against the QEMU row above it.\n"
+	for (i = 1; i <= m; i++) {
+		if (over[i] < 0) { printf "VMM overhead RSS, Linux guest idle, %s: not measured\n", rlab[i]; continue }
+		if (rlab[i] ~ /^perfvisor/) { pvo = over[i]; note = sprintf("bound <= 5120 KiB (Firecracker'"'"'s published): %s", over[i] <= 5120 ? "met" : "MISSED") }
+		else note = pvo > 0 ? sprintf("perfvisor/QEMU %.2f", pvo / over[i]) : "-"
+		printf "VMM overhead RSS, Linux guest idle, %s: %d KiB (Rss %d - guest RAM resident %d; %s)\n", rlab[i], over[i], tot[i], gst[i], note
+	}
+}' "$tmp/boot.tsv" "$tmp/rss.tsv"

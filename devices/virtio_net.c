@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+/*
+ * virtio-net (virtio 1.x, 5.1, device ID 1): queue 0 receives, queue 1
+ * transmits; a frame is the 12-byte virtio_net_hdr then the Ethernet
+ * frame, passed to and from the host (a tap opened with IFF_VNET_HDR) as
+ * is, through struct virtio_net_io. Config space: the MAC and the link
+ * status. No mergeable receive buffers: a frame fills one chain.
+ */
+#include "devices/virtio_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define NET_QUEUE_MAX 256
+#define RXQ 0
+#define TXQ 1
+#define ETH_HDR 14u
+#define NUM_BUFFERS_OFF 10u /* of num_buffers in the header */
+#define STATUS_LINK_UP 1u
+
+struct net {
+	struct virtio_backend_ops ops; /* net_ops with the features this tap allows */
+	struct virtio_net_params p;
+	char ifname[VIRTIO_NET_IFNAMSIZ];
+	bool link_up;
+	struct virtio_net_counters c; /* each field accessed atomically */
+};
+
+#define NCOUNT(n, field, v) __atomic_add_fetch(&(n)->c.field, (v), __ATOMIC_RELAXED)
+
+static const char *const net_stat_names[] = { "rx_packets", "rx_bytes", "rx_dropped",
+					      "tx_packets", "tx_bytes", "tx_errors" };
+_Static_assert(sizeof(struct virtio_net_counters) == sizeof(net_stat_names) / sizeof(net_stat_names[0]) * 8,
+	       "one name per counter");
+
+/* The chain's buffers from `first` on as an iovec; returns how many. */
+static int chain_iov(const struct vq_chain *c, unsigned first, unsigned end, struct iovec *iov)
+{
+	int n = 0;
+
+	for (unsigned i = first; i < end; i++)
+		if (c->buf[i].len)
+			iov[n++] = (struct iovec){ c->buf[i].p, c->buf[i].len };
+	return n;
+}
+
+/* Write len bytes at byte offset off of the iovec (the header may be split across buffers). */
+static void iov_put(const struct iovec *iov, int n, size_t off, const uint8_t *src, size_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		for (; off < iov[i].iov_len && len; off++, len--)
+			((uint8_t *)iov[i].iov_base)[off] = *src++;
+		off = 0;
+	}
+}
+
+/* One frame from the host into an RX chain of device-writable buffers. */
+static int net_rx(struct net *n, const struct vq_chain *c, uint32_t *written)
+{
+	static const uint8_t one[2] = { 1, 0 }; /* num_buffers: one chain per frame */
+	struct iovec iov[VQ_MAX_BUFS];
+	int cnt = chain_iov(c, c->nr_read, c->n, iov);
+	long len;
+
+	/* A chain that cannot hold a header: given back empty, no frame lost. */
+	if (c->write_len < VIRTIO_NET_HDR_LEN + ETH_HDR)
+		return -EINVAL;
+	len = n->p.io.rx(n->p.io.opaque, iov, cnt);
+	if (len < 0) {
+		/* No frame; or a read error: counted, the chain kept (an error must not eat the ring). */
+		if (len != -EAGAIN)
+			NCOUNT(n, rx_dropped, 1);
+		return -EAGAIN;
+	}
+	if ((uint64_t)len > c->write_len || len < VIRTIO_NET_HDR_LEN) {
+		/* A frame larger than the chain (the tap truncated it): it is lost. */
+		NCOUNT(n, rx_dropped, 1);
+		return -EMSGSIZE;
+	}
+	iov_put(iov, cnt, NUM_BUFFERS_OFF, one, sizeof(one));
+	NCOUNT(n, rx_packets, 1);
+	NCOUNT(n, rx_bytes, (uint64_t)len - VIRTIO_NET_HDR_LEN);
+	*written = (uint32_t)len;
+	return 0;
+}
+
+/* One frame from a TX chain's readable buffers to the host. */
+static int net_tx(struct net *n, const struct vq_chain *c)
+{
+	struct iovec iov[VQ_MAX_BUFS];
+	int cnt = chain_iov(c, 0, c->nr_read, iov);
+	long len;
+
+	if (c->read_len < VIRTIO_NET_HDR_LEN + ETH_HDR ||
+	    c->read_len > VIRTIO_NET_HDR_LEN + VIRTIO_NET_MAX_FRAME) {
+		NCOUNT(n, tx_errors, 1);
+		return -EINVAL;
+	}
+	len = n->p.io.tx(n->p.io.opaque, iov, cnt);
+	if (len < 0) {
+		NCOUNT(n, tx_errors, 1); /* the tap refused it (a bad GSO header, the link down) */
+		return (int)len;
+	}
+	NCOUNT(n, tx_packets, 1);
+	NCOUNT(n, tx_bytes, c->read_len - VIRTIO_NET_HDR_LEN);
+	return 0;
+}
+
+static int net_handle(void *be, unsigned q, const struct vq_chain *c, uint32_t *written)
+{
+	struct net *n = be;
+
+	*written = 0;
+	return q == RXQ ? net_rx(n, c, written) : net_tx(n, c);
+}
+
+static void net_read_config(void *be, uint32_t off, uint8_t *buf, uint32_t len)
+{
+	const struct net *n = be;
+	uint8_t cfg[8];
+
+	memcpy(cfg, n->p.mac, 6);
+	cfg[6] = n->link_up ? STATUS_LINK_UP : 0;
+	cfg[7] = 0;
+	memcpy(buf, cfg + off, len);
+}
+
+static void net_activate(void *be, uint64_t features)
+{
+	struct net *n = be;
+
+	if (n->p.io.set_offloads)
+		n->p.io.set_offloads(n->p.io.opaque, features & n->p.offloads);
+}
+
+static void net_reset(void *be)
+{
+	net_activate(be, 0);
+}
+
+static void net_read_stats(void *be, uint64_t *values)
+{
+	const uint64_t *c = (const uint64_t *)&((struct net *)be)->c;
+
+	for (size_t i = 0; i < sizeof(struct virtio_net_counters) / 8; i++)
+		values[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED);
+}
+
+static const struct virtio_backend_ops net_ops = {
+	.name = "virtio-net",
+	.device_id = 1,
+	.nr_queues = 2,
+	.queue_max = NET_QUEUE_MAX,
+	.config_len = 8,
+	.read_config = net_read_config,
+	.handle = net_handle,
+	.reset = net_reset,
+	.activate = net_activate,
+	.nr_stats = sizeof(net_stat_names) / sizeof(net_stat_names[0]),
+	.stat_names = net_stat_names,
+	.read_stats = net_read_stats,
+};
+
+/* A unicast MAC that is not all zeros. */
+static bool mac_ok(const uint8_t *mac)
+{
+	static const uint8_t zero[6];
+
+	return !(mac[0] & 1) && memcmp(mac, zero, 6);
+}
+
+int virtio_net_create(struct virtio_mmio **out, const struct dev_host *host,
+		      const struct virtio_net_params *p)
+{
+	struct net *n;
+
+	*out = NULL;
+	if (!mac_ok(p->mac) || !p->io.rx || !p->io.tx || (p->offloads & ~VIRTIO_NET_OFFLOADS))
+		return -EINVAL;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->p = *p;
+	n->link_up = true;
+	snprintf(n->ifname, sizeof(n->ifname), "%s", p->ifname ? p->ifname : "");
+	n->p.ifname = n->ifname;
+	/* The offered features depend on the tap: the table lives in the backend, freed with it. */
+	n->ops = net_ops;
+	n->ops.features = VIRTIO_NET_F_MAC | VIRTIO_NET_F_STATUS | p->offloads;
+	if (p->name)
+		n->ops.name = p->name;
+	return virtio_mmio_create_backend(out, &n->ops, n, host);
+}
+
+/* ---- its snapshot part ----------------------------------------------------------------- */
+
+void virtio_net_save(struct virtio_mmio *v, struct virtio_net_state *st)
+{
+	struct net *n = virtio_mmio_backend(v, NULL);
+
+	memset(st, 0, sizeof(*st));
+	virtio_mmio_save(v, &st->t);
+	memcpy(st->mac, n->p.mac, 6);
+	st->mac_len = 6;
+	st->ifname_len = (uint16_t)strlen(n->ifname);
+	memcpy(st->ifname, n->ifname, st->ifname_len);
+	st->link_up = n->link_up;
+	net_read_stats(n, (uint64_t *)&st->nc);
+}
+
+static const char *net_check(const struct snap *s, const void *state, const char **prop)
+{
+	const struct virtio_net_state *st = state;
+
+	(void)s;
+	if (!virtio_mmio_state_valid(&st->t))
+		return "not a state a virtio-mmio device can be in";
+	*prop = "mac";
+	if (st->mac_len != 6 || !mac_ok(st->mac))
+		return "not a unicast MAC address of 6 bytes";
+	*prop = "tap";
+	if (!st->ifname_len || st->ifname_len >= VIRTIO_NET_IFNAMSIZ || memchr(st->ifname, 0, st->ifname_len))
+		return "not an interface name";
+	*prop = NULL;
+	return NULL;
+}
+
+int virtio_net_load(struct virtio_mmio *v, const struct virtio_net_state *st)
+{
+	struct net *n = virtio_mmio_backend(v, NULL);
+	const char *prop = NULL;
+	int rc;
+
+	if (net_check(NULL, st, &prop) || memcmp(st->mac, n->p.mac, 6))
+		return -EINVAL;
+	rc = virtio_mmio_load(v, &st->t);
+	if (rc)
+		return rc;
+	n->link_up = st->link_up;
+	for (size_t i = 0; i < sizeof(n->c) / 8; i++)
+		__atomic_store_n(&((uint64_t *)&n->c)[i], ((const uint64_t *)&st->nc)[i], __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void net_describe(const void *state, char *buf, size_t len)
+{
+	const struct virtio_net_state *st = state;
+
+	snprintf(buf, len,
+		 "virtio-net on tap %.*s, MAC %02x:%02x:%02x:%02x:%02x:%02x (status 0x%x, %llu frames "
+		 "received, %llu sent)",
+		 (int)st->ifname_len, (const char *)st->ifname, st->mac[0], st->mac[1], st->mac[2],
+		 st->mac[3], st->mac[4], st->mac[5], st->t.status, (unsigned long long)st->nc.rx_packets,
+		 (unsigned long long)st->nc.tx_packets);
+}
+
+#define NF(prop, type, member, max) SNAP_FIELD(struct virtio_net_state, prop, type, member, max)
+#define TF(prop, type, member, max) NF(prop, type, t.member, max)
+#define QF(n, prop, type, member, max) TF("q" #n "-" prop, type, q[n].member, max)
+#define QUEUE_FIELDS(n)                                                                                  \
+	QF(n, "num", SNAP_F_U32, num, 0xffff), QF(n, "ready", SNAP_F_BOOL, ready, 1),                    \
+		QF(n, "desc", SNAP_F_U64, desc, 0), QF(n, "avail", SNAP_F_U64, avail, 0),                \
+		QF(n, "used", SNAP_F_U64, used, 0), QF(n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
+		QF(n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
+
+static const struct snap_field net_fields[] = {
+	TF("status", SNAP_F_U32, status, 0xff),
+	TF("dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff),
+	TF("drv-features-sel", SNAP_F_U32, drv_features_sel, 0xffffffff),
+	TF("queue-sel", SNAP_F_U32, queue_sel, 0xffffffff),
+	TF("int-status", SNAP_F_U32, int_status, 3),
+	TF("config-gen", SNAP_F_U32, config_gen, 0xffffffff),
+	TF("drv-features", SNAP_F_U64, drv_features, 0),
+	QUEUE_FIELDS(0),
+	QUEUE_FIELDS(1),
+	TF("requests", SNAP_F_U64, c.requests, 0),
+	TF("bytes", SNAP_F_U64, c.bytes, 0),
+	TF("notifications", SNAP_F_U64, c.notifies, 0),
+	TF("interrupts", SNAP_F_U64, c.interrupts, 0),
+	TF("dropped", SNAP_F_U64, c.dropped, 0),
+	TF("needs-reset", SNAP_F_U64, c.needs_reset, 0),
+	TF("bad-accesses", SNAP_F_U64, c.bad_accesses, 0),
+	SNAP_FIELD_BYTES(struct virtio_net_state, "mac", mac, mac_len),
+	SNAP_FIELD_BYTES(struct virtio_net_state, "tap", ifname, ifname_len),
+	NF("link-up", SNAP_F_U32, link_up, 1),
+	NF("rx-packets", SNAP_F_U64, nc.rx_packets, 0),
+	NF("rx-bytes", SNAP_F_U64, nc.rx_bytes, 0),
+	NF("rx-dropped", SNAP_F_U64, nc.rx_dropped, 0),
+	NF("tx-packets", SNAP_F_U64, nc.tx_packets, 0),
+	NF("tx-bytes", SNAP_F_U64, nc.tx_bytes, 0),
+	NF("tx-errors", SNAP_F_U64, nc.tx_errors, 0),
+};
+
+#define NET_PART(name)                                                                             \
+	{                                                                                          \
+		name, sizeof(struct virtio_net_state), net_fields,                                 \
+			sizeof(net_fields) / sizeof(net_fields[0]), SNAP_PART_OPTIONAL, net_check, \
+			net_describe                                                               \
+	}
+
+const struct snap_part virtio_net_parts[VIRTIO_NET_MAX] = {
+	NET_PART("virtio-net0"),
+	NET_PART("virtio-net1"),
+	NET_PART("virtio-net2"),
+	NET_PART("virtio-net3"),
+};

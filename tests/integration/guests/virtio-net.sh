@@ -1,0 +1,72 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# virtio-net (docs/devices.md) on a tap this test makes (root, /dev/net/tun, tests/integration/mktap.c
+# and busybox ip): the host's end has 10.0.2.1/24; the guest sends an ARP request and ICMP echo requests
+# with its header split across buffers and checks that the host kernel's replies arrive in its
+# receive buffers, to its MAC, with the payload it sent. hostile: notifications of queues not set
+# up, a receive buffer smaller than a header, a transmit chain over 64 KiB, a header-only one, a
+# reset with frames pending; then the same exchange works. fallback: no ioeventfd, no irqfd.
+# cases: virtio-net virtio-net-hostile virtio-net-fallback virtio-net-default-mac virtio-net-flood
+. "$(dirname "$0")/../lib.sh"
+
+tap=pvtest-net0
+if ! can_tap; then
+	echo "SKIP virtio-net: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
+	exit 0
+fi
+tap_make "$tap" - 10.0.2.1/24 || { echo "FAIL virtio-net: cannot make tap $tap"; exit 1; }
+# lib.sh's pvt_end closes the file: the tap goes first, the status stays.
+trap 'rc_=$?; tap_del "$tap"; (exit $rc_); pvt_end' EXIT
+# net_counts: the device's closing line (--verbose): "received R frames, ... sent S frames, E errors"
+net_line() { grep "virtio-net0: received" "$T/$cur.err"; }
+
+run virtio-net 150 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:12:34:56 --verbose \
+	--timeout 120 --cmdline mac=52:54:00:12:34:56
+expect_status 0; expect_out 'virtio-net: done'; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'
+expect_out 'PASS: first: ICMP echo 3 answered'
+expect_err 'virtio-net0: virtio-mmio at 0xd0000000-0xd0000fff, GSI 5'
+expect_err "virtio-net0: tap $tap, MAC 52:54:00:12:34:56"
+expect_err 'virtio-net0: received [1-9][0-9]* frames, [0-9]* bytes, 0 dropped; sent [4-9] frames, [0-9]* bytes, 0 errors'
+expect_clean
+grep 'PASS: first: ARP\|virtio-net0: received\|virtio-net0: tap' "$T/$cur.out" "$T/$cur.err" | sed 's/^[^:]*://; s/^/  /'
+done_test
+
+run virtio-net-hostile 150 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:12:34:56 \
+	--verbose --timeout 120 --cmdline hostile
+expect_status 0; expect_out 'virtio-net: done'; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'
+expect_out 'PASS: an 8-byte receive buffer comes back empty'
+expect_out 'PASS: after the misuses: ICMP echo 3 answered'
+expect_err 'virtio-net0: notify of queue 7, which is absent'
+expect_err 'virtio-net0: received [1-9][0-9]* frames.* [2-9] errors'
+expect_clean
+net_line | sed 's/^/  /'
+done_test
+
+export PERFVISOR_VIRTIO_FALLBACK=1
+run virtio-net-fallback 150 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap --verbose --timeout 120
+unset PERFVISOR_VIRTIO_FALLBACK
+expect_status 0; expect_out 'virtio-net: done'; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'
+expect_err 'notify by MMIO exit, interrupt by KVM_IRQ_LINE'
+expect_clean; done_test
+
+# Without mac=: 52:56:H:H:H:0 from --name, the same for the same name.
+run virtio-net-default-mac 150 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap --name netvm --verbose \
+	--timeout 120
+expect_status 0; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'
+expect_err "virtio-net0: tap $tap, MAC 52:56:[0-9a-f:]*:00,"
+expect_out 'PASS: MAC 52:56:.* is unicast'
+mac1=$(sed -n 's/.*MAC \(52:56:[0-9a-f:]*\),.*/\1/p' "$T/$cur.err")
+"$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap --name netvm --verbose --timeout 120 --cmdline "mac=$mac1" \
+	>"$T/again.out" 2>"$T/again.err" </dev/null || bad "the second run with --name netvm: $(tail -n 3 "$T/again.out")"
+grep -q "PASS: MAC as given ($mac1)" "$T/again.out" || bad "another MAC for the same --name: $(grep MAC "$T/again.err")"
+echo "  default MAC for --name netvm: $mac1"
+done_test
+
+# flood: 3000 frames of 1442 bytes, 8 per notification; every one reaches the tap. The rate is
+# printed for information (nested TCG: judge nothing by it).
+run virtio-net-flood 200 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap --verbose --timeout 180 --cmdline flood=3000
+expect_status 0; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_out 'PASS: flood: 3000 of 3000'
+expect_err 'virtio-net0: received [0-9]* frames, [0-9]* bytes, 0 dropped; sent 3004 frames, [0-9]* bytes, 0 errors'
+grep 'virtio-net: flood:' "$T/$cur.out" | sed 's/^/  /'; net_line | sed 's/^/  /'
+grep 'virtio-net0: [0-9]* requests' "$T/$cur.err" | sed 's/^/  /'
+expect_clean; done_test

@@ -1,0 +1,43 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Snapshot and restore with virtio-net (docs/snapshot.md): the guest talks to the host's end of
+# the tap (ARP, ICMP echo), waits; the snapshot is taken and the VM stopped; the restored VM
+# re-opens the tap by the name the snapshot saved (no --net), keeps its MAC, its queues where
+# they were and its counters, and the guest's second exchange works. snapshot-info describes it.
+# cases: snap-virtio-net snap-virtio-net-restore
+. "$(dirname "$0")/../lib.sh"
+
+tap=pvtest-snap0
+if ! can_tap; then
+	echo "SKIP snap-virtio-net: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
+	exit 0
+fi
+tap_make "$tap" - 10.0.2.1/24 || { echo "FAIL snap-virtio-net: cannot make tap $tap"; exit 1; }
+# lib.sh's pvt_end closes the file: the tap goes first, the status stays.
+trap 'rc_=$?; tap_del "$tap"; (exit $rc_); pvt_end' EXIT
+
+cur=snap-virtio-net; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+start_vm net-a 300 run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:12:34:57 --cmdline "pause_ms=8000" \
+	--api-socket "$T/n.sock" --timeout 280
+wait_sock "$T/n.sock" 20 || bad "no control socket"
+wait_for "$T/net-a.out" 'virtio-net: waiting' || bad "the guest never waited"
+grep -q 'PASS: first: ICMP echo 3 answered' "$T/net-a.out" || bad "the first exchange failed: $(grep FAIL "$T/net-a.out")"
+"$PV" stat "$vmpid" --once --json >"$T/stat.json" 2>>"$T/$cur.err" || bad "perfvisor stat failed"
+"$JC" vm/virtio.net0.tx_packets=4 vm/virtio.net0.tx_errors=0 vm/virtio.net0.rx_dropped=0 <"$T/stat.json" 2>>"$T/$cur.err" ||
+	bad "statistics: $(grep -o '"virtio[^,]*' "$T/stat.json" | tr '\n' ' ')"
+"$PV" stats-check "$vmpid" >"$T/check.out" 2>&1 || bad "stats-check: $(tail -n 3 "$T/check.out")"
+snapshot "$T/n.sock" "$T/n.snap" stop
+stop_vm
+[ "$st" -eq 0 ] || bad "the first VM exited $st"
+"$PV" snapshot-info "$T/n.snap" >"$T/n.info" 2>&1 || bad "snapshot-info failed: $(cat "$T/n.info")"
+grep -q "virtio-net on tap $tap, MAC 52:54:00:12:34:57 (status 0xf, [1-9][0-9]* frames received, 4 sent)" "$T/n.info" ||
+	bad "snapshot-info: $(grep -i virtio "$T/n.info")"
+grep -i 'virtio' "$T/n.info" | sed 's/^/  /'
+done_test
+run snap-virtio-net-restore 300 "$PV" run --restore "$T/n.snap" --verbose --timeout 280
+expect_status 0; expect_out 'virtio-net: going on'; expect_out 'virtio-net: done'
+expect_out 'PASS: second: ICMP echo 3 answered'
+expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_no_out 'first:'
+expect_err "virtio-net0: tap $tap, MAC 52:54:00:12:34:57"
+expect_err 'virtio-net0: received [1-9][0-9]* frames, [0-9]* bytes, 0 dropped; sent 8 frames'
+expect_clean; done_test

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for virtio-net over a fake guest RAM and a fake tap: the
+ * features and config space, TX chains gathered (header split across
+ * buffers, too short, too long), RX chains filled (num_buffers set, a
+ * frame too large, a chain smaller than a header, no frame waiting keeps
+ * the chain), offloads handed to the tap, counters, save and load.
+ */
+#include "devices/virtio_internal.h"
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#define RAM (256u << 10)
+#define RXQ_BASE 0x1000u /* desc, avail at +0x400, used at +0x800 */
+#define TXQ_BASE 0x2000u
+#define BUFS 0x10000u
+
+static uint8_t ram[RAM] __attribute__((aligned(4096)));
+static int pulses;
+static uint8_t tx_frame[70000], rx_frame[70000];
+static long tx_len, rx_len, tx_ret; /* rx_len -EAGAIN: no frame waiting */
+static int tx_calls, rx_calls;
+static uint64_t offloads_set = ~0ULL;
+
+static void *fake_hva(void *opaque, uint64_t gpa, uint64_t len)
+{
+	(void)opaque;
+	return gpa > RAM || len > RAM - gpa ? NULL : ram + gpa;
+}
+
+static void fake_pulse(void *opaque)
+{
+	(void)opaque;
+	pulses++;
+}
+
+static void fake_log(void *opaque, const char *msg)
+{
+	(void)opaque;
+	(void)msg;
+}
+
+/* As a tap does: copies what fits, returns the whole frame's length. */
+static long fake_rx(void *opaque, const struct iovec *iov, int n)
+{
+	long off = 0;
+
+	(void)opaque;
+	rx_calls++;
+	if (rx_len < 0)
+		return rx_len;
+	for (int i = 0; i < n && off < rx_len; i++) {
+		size_t k = iov[i].iov_len < (size_t)(rx_len - off) ? iov[i].iov_len : (size_t)(rx_len - off);
+
+		memcpy(iov[i].iov_base, rx_frame + off, k);
+		off += (long)k;
+	}
+	return rx_len;
+}
+
+static long fake_tx(void *opaque, const struct iovec *iov, int n)
+{
+	(void)opaque;
+	tx_calls++;
+	tx_len = 0;
+	for (int i = 0; i < n; i++) {
+		memcpy(tx_frame + tx_len, iov[i].iov_base, iov[i].iov_len);
+		tx_len += (long)iov[i].iov_len;
+	}
+	return tx_ret ? tx_ret : tx_len;
+}
+
+static void fake_offloads(void *opaque, uint64_t f)
+{
+	(void)opaque;
+	offloads_set = f;
+}
+
+static const struct dev_host host = { .gpa_to_hva = fake_hva, .pulse_irq = fake_pulse, .log = fake_log };
+static struct virtio_mmio *v;
+static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
+
+static void make(uint64_t offloads)
+{
+	struct virtio_net_params p = { .offloads = offloads,
+				       .ifname = "tap7",
+				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
+
+	memcpy(p.mac, mac, 6);
+	cr_assert_eq(virtio_net_create(&v, &host, &p), 0);
+}
+
+static void setup(void)
+{
+	memset(ram, 0, sizeof(ram));
+	pulses = tx_calls = rx_calls = 0;
+	tx_len = tx_ret = 0;
+	rx_len = -EAGAIN;
+	offloads_set = ~0ULL;
+	make(VIRTIO_NET_OFFLOADS);
+}
+
+static void teardown(void)
+{
+	virtio_mmio_destroy(v);
+	v = NULL;
+}
+
+TestSuite(virtio_net, .init = setup, .fini = teardown);
+
+static uint32_t rd(uint64_t off)
+{
+	uint8_t d[4] = { 0 };
+	struct dev_io io = { .offset = off, .len = 4, .data = d };
+
+	virtio_mmio_io(v, &io);
+	return (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
+}
+
+static void rdn(uint64_t off, uint8_t *d, uint32_t len)
+{
+	struct dev_io io = { .offset = off, .len = len, .data = d };
+
+	virtio_mmio_io(v, &io);
+}
+
+static void wr(uint64_t off, uint32_t val)
+{
+	uint8_t d[4] = { (uint8_t)val, (uint8_t)(val >> 8), (uint8_t)(val >> 16), (uint8_t)(val >> 24) };
+	struct dev_io io = { .offset = off, .len = 4, .is_write = true, .data = d };
+
+	virtio_mmio_io(v, &io);
+}
+
+static void queue(unsigned qi, uint32_t base)
+{
+	wr(0x30, qi);
+	wr(0x38, 16);
+	wr(0x80, base);
+	wr(0x84, 0);
+	wr(0x90, base + 0x400);
+	wr(0x94, 0);
+	wr(0xa0, base + 0x800);
+	wr(0xa4, 0);
+	wr(0x44, 1);
+}
+
+static void up(uint32_t lo_features)
+{
+	wr(0x70, 0);
+	wr(0x70, 1);
+	wr(0x70, 3);
+	wr(0x24, 1);
+	wr(0x20, 1);
+	wr(0x24, 0);
+	wr(0x20, lo_features);
+	wr(0x70, 0xb);
+	queue(0, RXQ_BASE);
+	queue(1, TXQ_BASE);
+	wr(0x70, 0xf);
+	cr_assert_eq(rd(0x70), 0xf);
+}
+
+/* Descriptor i of the queue at base: a buffer, chained to i + 1 if next. */
+static void desc(uint32_t base, unsigned i, uint64_t addr, uint32_t len, bool write, bool next)
+{
+	uint8_t *d = ram + base + 16 * i;
+	uint16_t flags = (uint16_t)((write ? VRING_DESC_F_WRITE : 0) | (next ? VRING_DESC_F_NEXT : 0)),
+		 nx = (uint16_t)(i + 1);
+
+	memcpy(d, &addr, 8);
+	memcpy(d + 8, &len, 4);
+	memcpy(d + 12, &flags, 2);
+	memcpy(d + 14, &nx, 2);
+}
+
+static void avail(uint32_t base, uint16_t head)
+{
+	uint16_t *a = (uint16_t *)(ram + base + 0x400);
+
+	a[2 + (a[1] & 15)] = head;
+	a[1]++;
+}
+
+static uint16_t used_idx(uint32_t base)
+{
+	return *(uint16_t *)(ram + base + 0x800 + 2);
+}
+
+static uint32_t used_len(uint32_t base, unsigned slot)
+{
+	return *(uint32_t *)(ram + base + 0x800 + 4 + 8 * slot + 4);
+}
+
+static struct virtio_net_counters ncounters(void)
+{
+	struct virtio_net_counters c;
+
+	cr_assert_eq(virtio_mmio_backend_counters(v, NULL, (uint64_t *)&c), 6);
+	return c;
+}
+
+Test(virtio_net, device_id_features_and_config)
+{
+	uint8_t cfg[8];
+
+	cr_assert_eq(rd(0x008), 1);
+	wr(0x14, 0);
+	cr_assert_eq(rd(0x10) & ((1u << 5) | (1u << 16)), (1u << 5) | (1u << 16), "MAC and STATUS offered");
+	cr_assert_eq(rd(0x10) & 0x1983, 0x1983, "checksum and TSO offloads offered");
+	wr(0x14, 1);
+	cr_assert_eq(rd(0x10) & 1, 1, "VERSION_1");
+	rdn(0x100, cfg, 4);
+	rdn(0x104, cfg + 4, 4);
+	cr_assert_arr_eq(cfg, mac, 6);
+	cr_assert_eq(cfg[6], 1, "link up");
+	cr_assert_eq(rd(0x100 + 8), 0, "nothing past the config space");
+}
+
+Test(virtio_net, no_offloads_when_the_tap_refuses_them)
+{
+	virtio_mmio_destroy(v);
+	make(0);
+	wr(0x14, 0);
+	cr_assert_eq(rd(0x10) & 0x1983, 0);
+}
+
+Test(virtio_net, bad_macs_are_refused)
+{
+	struct virtio_net_params p = { .io = { NULL, fake_rx, fake_tx, NULL } };
+	struct virtio_mmio *w;
+
+	cr_assert_eq(virtio_net_create(&w, &host, &p), -EINVAL, "all zeros");
+	p.mac[0] = 1;
+	cr_assert_eq(virtio_net_create(&w, &host, &p), -EINVAL, "multicast");
+}
+
+Test(virtio_net, offloads_follow_the_driver)
+{
+	up((1u << 1) | (1u << 7) | (1u << 5));
+	cr_assert_eq(offloads_set, VIRTIO_NET_F_GUEST_CSUM | VIRTIO_NET_F_GUEST_TSO4);
+	wr(0x70, 0);
+	cr_assert_eq(offloads_set, 0, "a reset takes them back");
+}
+
+Test(virtio_net, tx_gathers_a_chain_with_the_header_split)
+{
+	uint8_t *b = ram + BUFS;
+
+	up(1u << 5);
+	for (unsigned i = 0; i < 100; i++)
+		b[i] = (uint8_t)i;
+	/* 5 bytes of header, then 7 + 30 (rest of header, frame start), then 58 */
+	desc(TXQ_BASE, 0, BUFS, 5, false, true);
+	desc(TXQ_BASE, 1, BUFS + 5, 37, false, true);
+	desc(TXQ_BASE, 2, BUFS + 42, 58, false, false);
+	avail(TXQ_BASE, 0);
+	virtio_mmio_serve(v, 1);
+	cr_assert_eq(tx_calls, 1);
+	cr_assert_eq(tx_len, 100);
+	cr_assert_arr_eq(tx_frame, b, 100);
+	cr_assert_eq(used_idx(TXQ_BASE), 1);
+	cr_assert_eq(used_len(TXQ_BASE, 0), 0);
+	cr_assert_eq(ncounters().tx_packets, 1);
+	cr_assert_eq(ncounters().tx_bytes, 88);
+	cr_assert_gt(pulses, 0);
+}
+
+Test(virtio_net, tx_too_short_too_long_or_refused_is_an_error)
+{
+	up(1u << 5);
+	desc(TXQ_BASE, 0, BUFS, 20, false, false); /* less than a header and an Ethernet header */
+	avail(TXQ_BASE, 0);
+	/* 66 KiB in two buffers: more than a frame can be */
+	desc(TXQ_BASE, 1, BUFS, 0x10000, false, true);
+	desc(TXQ_BASE, 2, BUFS, 0x1000, false, false);
+	avail(TXQ_BASE, 1);
+	virtio_mmio_serve(v, 1);
+	cr_assert_eq(tx_calls, 0, "neither reaches the tap");
+	tx_ret = -EINVAL;
+	desc(TXQ_BASE, 3, BUFS, 60, false, false);
+	avail(TXQ_BASE, 3);
+	virtio_mmio_serve(v, 1);
+	cr_assert_eq(tx_calls, 1);
+	cr_assert_eq(used_idx(TXQ_BASE), 3, "every chain comes back");
+	cr_assert_eq(ncounters().tx_errors, 3);
+	cr_assert_eq(ncounters().tx_packets, 0);
+}
+
+Test(virtio_net, rx_fills_a_chain_and_sets_num_buffers)
+{
+	uint8_t *b = ram + BUFS;
+
+	up(1u << 5);
+	for (unsigned i = 0; i < 80; i++)
+		rx_frame[i] = (uint8_t)(i + 1);
+	rx_frame[10] = rx_frame[11] = 0x77; /* the tap leaves num_buffers alone */
+	rx_len = 80;
+	/* the header split: 11 bytes, then the rest */
+	desc(RXQ_BASE, 0, BUFS, 11, true, true);
+	desc(RXQ_BASE, 1, BUFS + 11, 1500, true, false);
+	avail(RXQ_BASE, 0);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 80);
+	cr_assert_eq(b[10], 1, "num_buffers 1");
+	cr_assert_eq(b[11], 0);
+	cr_assert_arr_eq(b + 12, rx_frame + 12, 68);
+	cr_assert_eq(ncounters().rx_packets, 1);
+	cr_assert_eq(ncounters().rx_bytes, 68);
+}
+
+Test(virtio_net, rx_without_a_frame_keeps_the_chain)
+{
+	up(1u << 5);
+	desc(RXQ_BASE, 0, BUFS, 1526, true, false);
+	avail(RXQ_BASE, 0);
+	virtio_mmio_serve(v, 0); /* the driver posted: nothing waits in the tap */
+	cr_assert_eq(rx_calls, 1);
+	cr_assert_eq(used_idx(RXQ_BASE), 0, "the chain stays available");
+	rx_len = 60;
+	virtio_mmio_poll(v, 0); /* a frame came */
+	cr_assert_eq(used_idx(RXQ_BASE), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 60);
+	rx_len = 60;
+	virtio_mmio_poll(v, 0); /* another, with no buffer posted: not read */
+	cr_assert_eq(rx_calls, 2);
+}
+
+Test(virtio_net, rx_small_buffers_and_big_frames_are_dropped_and_counted)
+{
+	up(1u << 5);
+	rx_len = 100;
+	desc(RXQ_BASE, 0, BUFS, 8, true, false); /* smaller than a header: never read into */
+	avail(RXQ_BASE, 0);
+	desc(RXQ_BASE, 1, BUFS, 64, true, false); /* the frame does not fit: lost, counted */
+	avail(RXQ_BASE, 1);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(rx_calls, 1);
+	cr_assert_eq(used_idx(RXQ_BASE), 2);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 0);
+	cr_assert_eq(used_len(RXQ_BASE, 1), 0);
+	cr_assert_eq(ncounters().rx_dropped, 1);
+	cr_assert_eq(ncounters().rx_packets, 0);
+}
+
+Test(virtio_net, rx_read_errors_keep_the_chain)
+{
+	up(1u << 5);
+	rx_len = -EIO;
+	desc(RXQ_BASE, 0, BUFS, 1526, true, false);
+	avail(RXQ_BASE, 0);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 0, "the chain stays available");
+	cr_assert_eq(ncounters().rx_dropped, 1);
+	rx_len = 60;
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 60);
+}
+
+Test(virtio_net, notifications_before_the_queues_are_ready_do_nothing)
+{
+	rx_len = 60;
+	virtio_mmio_serve(v, 0);
+	virtio_mmio_serve(v, 1);
+	virtio_mmio_poll(v, 0);
+	wr(0x50, 1);
+	cr_assert_eq(rx_calls + tx_calls, 0);
+}
+
+Test(virtio_net, save_and_load_keep_state_and_counters)
+{
+	struct virtio_net_state st, st2;
+
+	up(1u << 5);
+	rx_len = 60;
+	desc(RXQ_BASE, 0, BUFS, 1526, true, false);
+	avail(RXQ_BASE, 0);
+	virtio_mmio_poll(v, 0);
+	virtio_net_save(v, &st);
+	cr_assert_eq(st.ifname_len, 4);
+	cr_assert_arr_eq(st.ifname, "tap7", 4);
+	cr_assert_eq(st.nc.rx_packets, 1);
+	virtio_mmio_destroy(v);
+	make(VIRTIO_NET_OFFLOADS);
+	offloads_set = ~0ULL;
+	cr_assert_eq(virtio_net_load(v, &st), 0);
+	cr_assert_eq(offloads_set, 0, "DRIVER_OK: the offloads (none taken) applied again");
+	cr_assert_eq(rd(0x70), 0xf);
+	cr_assert_eq(ncounters().rx_packets, 1);
+	virtio_net_save(v, &st2);
+	cr_assert_eq(memcmp(&st, &st2, sizeof(st)), 0);
+	st.mac[5] ^= 1;
+	cr_assert_eq(virtio_net_load(v, &st), -EINVAL, "another MAC");
+	st.mac[5] ^= 1;
+	st.ifname_len = 0;
+	cr_assert_eq(virtio_net_load(v, &st), -EINVAL, "no tap name");
+}
