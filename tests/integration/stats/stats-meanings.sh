@@ -25,20 +25,23 @@ checkers() {
 # vmfield NAME: the VM record's field from a fresh stat --json of $vmpid.
 vmfield() { "$PV" stat $vmpid --once --json 2>/dev/null | "$JC" "vm/$1" 2>/dev/null; }
 
+# live_vm CASE CPUS CMDLINE SECONDS: the behave guest running, both checkers on it after SECONDS;
+# the VM is left running ($vmpid) for the caller's own checks, then stop_vm.
+live_vm() {
+	cur=$1; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+	start_vm "$1-vm" 120 run --kernel "$G/behave.elf" --cpus "$2" --cmdline "$3" --timeout 100
+	sleep "$4"
+	checkers "$cur" $vmpid
+}
+
 # vCPU 0 writes a port as fast as it can: an exit every few microseconds, racing the readers.
-cur=meanings-exiting; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-start_vm meanings-exiting-vm 120 run --kernel "$G/behave.elf" --cpus 2 --cmdline "mode=ports count=4000000000" --timeout 100
-sleep 2
-checkers $cur $vmpid
+live_vm meanings-exiting 2 "mode=ports count=4000000000" 2
 stop_vm TERM; st=0
 done_test
 
 # Four vCPUs that never leave KVM_RUN (vCPU 0 halted with interrupts off, 1-3 waiting for a SIPI):
 # the published sum stays what the vCPU records say (v1), the live total moves with the clock.
-cur=meanings-hang; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-start_vm meanings-hang-vm 120 run --kernel "$G/behave.elf" --cpus 4 --cmdline "mode=hang" --timeout 100
-sleep 3
-checkers $cur $vmpid
+live_vm meanings-hang 4 "mode=hang" 3
 up=$(vmfield uptime_ns); pub=$(vmfield time.kvm_run_ns_total); live=$(vmfield time.kvm_run_live_ns_total)
 echo "  (meanings-hang: uptime_ns $up, time.kvm_run_ns_total $pub, time.kvm_run_live_ns_total $live)"
 [ -n "$up" ] && [ -n "$pub" ] && [ -n "$live" ] || bad "stat --json lacks a VM field: '$up' '$pub' '$live'"
@@ -48,10 +51,7 @@ stop_vm TERM; st=0
 done_test
 
 # vCPU 0 spins in ring 3, vCPU 1 halts: neither exits.
-cur=meanings-spinhalt; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-start_vm meanings-spinhalt-vm 120 run --kernel "$G/behave.elf" --cpus 2 --cmdline "mode=spinhalt" --timeout 100
-sleep 2
-checkers $cur $vmpid
+live_vm meanings-spinhalt 2 "mode=spinhalt" 2
 stop_vm TERM; st=0
 done_test
 
