@@ -271,6 +271,9 @@ endif
 
 run: all
 	$(Q)bash scripts/run-demo.sh
+# Debian's stock kernel from a virtio disk, with the demo workload (docs/linux.md).
+run-linux: all
+	$(Q)bash scripts/run-linux.sh
 
 bench: all
 	$(Q)bash bench/run.sh
@@ -289,6 +292,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit abi-compat integration integration-deps check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run bench format-check format clean
+.PHONY: all deps deps-check host asan unit abi-compat integration integration-deps check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run run-linux bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
