@@ -14,7 +14,8 @@
 # test put in the image) before powering off; `pvinit=idle` idles for 600 s
 # (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=net` gives eth0
 # 10.0.2.15/24 and sends then receives `pvinit.netmb` MiB over TCP (busybox
-# nc) to and from 10.0.2.1, printing each stream's md5. The cpio (newc) is
+# nc) to and from 10.0.2.1, printing each stream's md5; `pvinit=devices` checks two disks, two
+# NICs and the hwrng in one boot (tests/integration/linux/linux-devices.sh). The cpio (newc) is
 # written by `cpio -o -H newc`, which GNU cpio and busybox's both do.
 # Prints what it has; exit 1 with one line saying why if it cannot.
 # Usage: tests/integration/linux-initramfs.sh [BUILD]
@@ -107,6 +108,34 @@ case " $(cat /proc/cmdline) " in
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
 *" pvinit=idle "*) echo "pvinit: idle"; sleep 600; poweroff -f ;;
+*" pvinit=devices "*)
+	# Every kind of device at once (tests/integration/linux/linux-devices.sh): two disks in
+	# order, the second read-only; two NICs, each pinging its tap's host end; the hwrng.
+	for d in vda vdb; do
+		echo "pvinit: $d sectors $(cat /sys/block/$d/size 2>&1) ro $(cat /sys/block/$d/ro 2>&1)"
+	done
+	echo "pvinit: vdb md5 $(md5sum </dev/vdb | cut -d' ' -f1)"
+	if dd if=/dev/zero of=/dev/vdb bs=4096 count=1 conv=fsync 2>/dev/null; then
+		echo "pvinit: vdb write accepted"
+	else
+		echo "pvinit: vdb write refused"
+	fi
+	if mount -t ext4 /dev/vda /mnt; then
+		dd if=/dev/urandom of=/mnt/devices bs=65536 count=16 2>/dev/null && sync
+		echo "pvinit: vda wrote $(md5sum </mnt/devices | cut -d' ' -f1)"
+		umount /mnt && echo "pvinit: unmounted /dev/vda"
+	else
+		echo "pvinit: mount /dev/vda failed"
+	fi
+	for i in 0 1; do
+		ip addr add 10.0.$((4 + i)).15/24 dev eth$i && ip link set eth$i up
+		echo "pvinit: eth$i $(cat /sys/class/net/eth$i/address) driver $(basename "$(readlink /sys/class/net/eth$i/device/driver)")"
+		t=0; while ! ping -c 1 -W 1 10.0.$((4 + i)).1 >/dev/null 2>&1 && [ $t -lt 30 ]; do t=$((t + 1)); done
+		ping -c 3 -W 2 10.0.$((4 + i)).1 >/dev/null 2>&1 && echo "pvinit: eth$i ping 10.0.$((4 + i)).1 ok"
+	done
+	echo "pvinit: rng_current $(cat /sys/class/misc/hw_random/rng_current 2>&1)"
+	echo "pvinit: hwrng $(dd if=/dev/hwrng bs=32 count=1 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+	echo "pvinit: poweroff -f"; poweroff -f ;;
 *) echo "pvinit: poweroff -f"; poweroff -f ;;
 esac
 sleep 60

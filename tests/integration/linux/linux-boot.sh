@@ -12,8 +12,8 @@
 # cases: linux-poweroff linux-reboot
 . "$(dirname "$0")/../lib.sh"
 
-DK=$B/debian-kernel
-IR=$B/linux-initramfs/initramfs.cpio
+DK=$LXK
+IR=$LXI
 CMD="console=ttyS0 printk.time=1 panic=-1"
 
 # linux_checks: what every boot must show (after the run, $cur set).
@@ -47,22 +47,7 @@ near() {
 	fi
 }
 
-if [ "$("$PV" host --kind)" = kvm_pvm ]; then
-	why="kvm_pvm emulates the guest's ring 0 (about 1 us an instruction) and a Linux kernel dies there on XSAVE (DESIGN §11)"
-	for c in linux-poweroff linux-reboot; do
-		echo "SKIP $c: $why"
-		echo "$c: $why" >>"$PVT_RESULTS/skips"
-	done
-	exit 0
-fi
-if [ ! -s "$DK/vmlinuz" ] || [ ! -s "$IR" ]; then
-	for c in linux-poweroff linux-reboot; do
-		cur=$c; ok=1; st=0
-		bad "no Debian kernel ($DK/vmlinuz) or initramfs ($IR): tests/integration/debian-kernel.sh and linux-initramfs.sh could not make them (see their lines above)"
-		done_test
-	done
-	exit 0
-fi
+linux_ready "linux-poweroff linux-reboot" || exit 0
 
 # poweroff -f: ACPI S5, status 0; the RTC's time is compared with the host's as the guest prints it.
 cur=linux-poweroff; : >"$T/$cur.out"

@@ -8,22 +8,11 @@
 # cases: linux-virtio-blk linux-virtio-blk-again
 . "$(dirname "$0")/../lib.sh"
 
-DK=$B/debian-kernel
-IR=$B/linux-initramfs/initramfs.cpio
+DK=$LXK
+IR=$LXI
 DISK=$B/linux-disk/disk.ext4
 
-if [ "$("$PV" host --kind)" = kvm_pvm ]; then
-	why="kvm_pvm emulates the guest's ring 0 (about 1 us an instruction) and a Linux kernel dies there on XSAVE (DESIGN §11)"
-	echo "SKIP linux-virtio-blk: $why"
-	echo "linux-virtio-blk: $why" >>"$PVT_RESULTS/skips"
-	exit 0
-fi
-if [ ! -s "$DK/vmlinuz" ] || [ ! -s "$IR" ] || [ ! -s "$DK/modules/order" ] || [ ! -s "$DISK" ]; then
-	cur=linux-virtio-blk; ok=1; st=0
-	bad "no Debian kernel, modules, initramfs or disk image ($DK, $IR, $DISK): tests/integration/debian-kernel.sh, linux-initramfs.sh and linux-disk.sh could not make them"
-	done_test
-	exit 0
-fi
+linux_ready "linux-virtio-blk linux-virtio-blk-again" "$DISK" || exit 0
 cp "$DISK" "$T/disk.ext4"
 
 run linux-virtio-blk 400 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 256M --cpus 2 \

@@ -8,21 +8,10 @@
 # cases: linux-virtio-rng
 . "$(dirname "$0")/../lib.sh"
 
-DK=$B/debian-kernel
-IR=$B/linux-initramfs/initramfs.cpio
+DK=$LXK
+IR=$LXI
 
-if [ "$("$PV" host --kind)" = kvm_pvm ]; then
-	why="kvm_pvm emulates the guest's ring 0 (about 1 us an instruction) and a Linux kernel dies there on XSAVE (DESIGN §11)"
-	echo "SKIP linux-virtio-rng: $why"
-	echo "linux-virtio-rng: $why" >>"$PVT_RESULTS/skips"
-	exit 0
-fi
-if [ ! -s "$DK/vmlinuz" ] || [ ! -s "$IR" ] || [ ! -s "$DK/modules/order" ]; then
-	cur=linux-virtio-rng; ok=1; st=0
-	bad "no Debian kernel, modules or initramfs ($DK, $IR): tests/integration/debian-kernel.sh and linux-initramfs.sh could not make them"
-	done_test
-	exit 0
-fi
+linux_ready linux-virtio-rng || exit 0
 
 run linux-virtio-rng 300 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 256M --cpus 2 --rng \
 	--cmdline "console=ttyS0 printk.time=1 panic=-1 pvinit.mods=1 pvinit=rng" --timeout 240 --verbose
