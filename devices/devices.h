@@ -340,13 +340,18 @@ void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int
 /* Requests at the engine now (a drain waits for 0). Any thread. */
 unsigned virtio_mmio_inflight(struct virtio_mmio *v);
 
-/* A disk's saved state: the transport's, and which image it is (the restore opens the same). */
+/* A disk's saved state: the transport's, its counters, and which image it is (the restore opens the same). */
 struct virtio_blk_state {
-	struct virtio_mmio_state t; /* first: the transport saves into it */
-	uint8_t path[4096];	    /* the image's absolute path, not NUL-terminated */
+	struct virtio_mmio_state t;
+	struct virtio_blk_counters bc; /* they continue after a restore; inflight is 0 (drained) */
+	uint8_t path[4096];	       /* the image's absolute path, not NUL-terminated */
 	uint16_t path_len;
 	bool readonly;
 };
+/* Copy the transport's state and the counters out (the caller sets path, readonly). Any thread. */
+void virtio_blk_save(struct virtio_mmio *v, struct virtio_blk_state *st);
+/* Load them: -EINVAL, changing nothing, if invalid (virtio_mmio_load). Setup thread. */
+int virtio_blk_load(struct virtio_mmio *v, const struct virtio_blk_state *st);
 
 /* The snapshot parts of the disks, /dev/vda first (nodes "virtio-blk0" to "virtio-blk7"). */
 #define VIRTIO_BLK_MAX_PARTS 8

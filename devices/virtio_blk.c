@@ -418,6 +418,33 @@ bool virtio_blk_get_counters(struct virtio_mmio *v, struct virtio_blk_counters *
 	return true;
 }
 
+void virtio_blk_save(struct virtio_mmio *v, struct virtio_blk_state *st)
+{
+	virtio_mmio_save(v, &st->t);
+	if (!virtio_blk_get_counters(v, &st->bc))
+		memset(&st->bc, 0, sizeof(st->bc));
+	st->bc.inflight = 0;
+}
+
+int virtio_blk_load(struct virtio_mmio *v, const struct virtio_blk_state *st)
+{
+	struct blk *b = as_blk(v);
+	const uint64_t *in = (const uint64_t *)&st->bc;
+	uint64_t *o;
+	int rc;
+
+	if (!b)
+		return -EINVAL;
+	rc = virtio_mmio_load(v, &st->t);
+	if (rc)
+		return rc;
+	o = (uint64_t *)&b->c;
+	for (size_t i = 0; i < sizeof(b->c) / sizeof(uint64_t); i++)
+		if (&o[i] != &b->c.inflight)
+			__atomic_store_n(&o[i], in[i], __ATOMIC_RELAXED);
+	return 0;
+}
+
 /* ---- its snapshot parts -------------------------------------------------------------------- */
 
 static const char *blk_check(const struct snap *s, const void *state, const char **prop)
@@ -443,31 +470,19 @@ static void blk_describe(const void *state, char *buf, size_t len)
 		 st->t.q[0].ready ? "ready" : "not ready", st->t.q[0].used_idx);
 }
 
-#define BF(prop, type, member, max) SNAP_FIELD(struct virtio_blk_state, prop, type, t.member, max)
-#define BQF(n, prop, type, member, max) BF("q" #n "-" prop, type, q[n].member, max)
-#define BLK_QUEUE_FIELDS(n)                                                                                \
-	BQF(n, "num", SNAP_F_U32, num, 0xffff), BQF(n, "ready", SNAP_F_BOOL, ready, 1),                    \
-		BQF(n, "desc", SNAP_F_U64, desc, 0), BQF(n, "avail", SNAP_F_U64, avail, 0),                \
-		BQF(n, "used", SNAP_F_U64, used, 0), BQF(n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
-		BQF(n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
+#define BF(prop, type, member, max) SNAP_FIELD(struct virtio_blk_state, prop, type, member, max)
 
 static const struct snap_field blk_fields[] = {
-	BF("status", SNAP_F_U32, status, 0xff),
-	BF("dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff),
-	BF("drv-features-sel", SNAP_F_U32, drv_features_sel, 0xffffffff),
-	BF("queue-sel", SNAP_F_U32, queue_sel, 0xffffffff),
-	BF("int-status", SNAP_F_U32, int_status, 3),
-	BF("config-gen", SNAP_F_U32, config_gen, 0xffffffff),
-	BF("drv-features", SNAP_F_U64, drv_features, 0),
-	BLK_QUEUE_FIELDS(0),
-	BLK_QUEUE_FIELDS(1),
-	BF("requests", SNAP_F_U64, c.requests, 0),
-	BF("bytes", SNAP_F_U64, c.bytes, 0),
-	BF("notifications", SNAP_F_U64, c.notifies, 0),
-	BF("interrupts", SNAP_F_U64, c.interrupts, 0),
-	BF("dropped", SNAP_F_U64, c.dropped, 0),
-	BF("needs-reset", SNAP_F_U64, c.needs_reset, 0),
-	BF("bad-accesses", SNAP_F_U64, c.bad_accesses, 0),
+	VIRTIO_MMIO_SNAP_FIELDS(struct virtio_blk_state, t.),
+	BF("reads", SNAP_F_U64, bc.reads, 0),
+	BF("writes", SNAP_F_U64, bc.writes, 0),
+	BF("flushes", SNAP_F_U64, bc.flushes, 0),
+	BF("other", SNAP_F_U64, bc.other, 0),
+	BF("bytes-read", SNAP_F_U64, bc.bytes_read, 0),
+	BF("bytes-written", SNAP_F_U64, bc.bytes_written, 0),
+	BF("errors", SNAP_F_U64, bc.errors, 0),
+	BF("inflight-peak", SNAP_F_U64, bc.inflight_peak, 0),
+	SNAP_FIELD_U64S(struct virtio_blk_state, "latency", bc.lat),
 	SNAP_FIELD_BYTES(struct virtio_blk_state, "path", path, path_len),
 	SNAP_FIELD(struct virtio_blk_state, "readonly", SNAP_F_BOOL, readonly, 1),
 };

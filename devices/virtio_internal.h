@@ -12,6 +12,41 @@
 #include <stdint.h>
 
 #include "devices/devices.h"
+#include "snapfile/snapfile.h"
+
+/*
+ * The transport's fields in a virtio device's snapshot part: its struct
+ * virtio_mmio_state is at member path P (`t.`, or empty when the part's
+ * state is the transport's own) of the part's state struct T. One table
+ * for every device, so their nodes name the transport alike.
+ */
+#define VIRTIO_SNAP_F(T, P, prop, type, member, max) SNAP_FIELD(T, prop, type, P member, max)
+#define VIRTIO_SNAP_QF(T, P, n, prop, type, member, max) \
+	VIRTIO_SNAP_F(T, P, "q" #n "-" prop, type, q[n].member, max)
+#define VIRTIO_SNAP_QUEUE(T, P, n)                                                     \
+	VIRTIO_SNAP_QF(T, P, n, "num", SNAP_F_U32, num, 0xffff),                       \
+		VIRTIO_SNAP_QF(T, P, n, "ready", SNAP_F_BOOL, ready, 1),               \
+		VIRTIO_SNAP_QF(T, P, n, "desc", SNAP_F_U64, desc, 0),                  \
+		VIRTIO_SNAP_QF(T, P, n, "avail", SNAP_F_U64, avail, 0),                \
+		VIRTIO_SNAP_QF(T, P, n, "used", SNAP_F_U64, used, 0),                  \
+		VIRTIO_SNAP_QF(T, P, n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
+		VIRTIO_SNAP_QF(T, P, n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
+#define VIRTIO_MMIO_SNAP_FIELDS(T, P)                                                              \
+	VIRTIO_SNAP_F(T, P, "status", SNAP_F_U32, status, 0xff),                                   \
+		VIRTIO_SNAP_F(T, P, "dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff), \
+		VIRTIO_SNAP_F(T, P, "drv-features-sel", SNAP_F_U32, drv_features_sel, 0xffffffff), \
+		VIRTIO_SNAP_F(T, P, "queue-sel", SNAP_F_U32, queue_sel, 0xffffffff),               \
+		VIRTIO_SNAP_F(T, P, "int-status", SNAP_F_U32, int_status, 3),                      \
+		VIRTIO_SNAP_F(T, P, "config-gen", SNAP_F_U32, config_gen, 0xffffffff),             \
+		VIRTIO_SNAP_F(T, P, "drv-features", SNAP_F_U64, drv_features, 0),                  \
+		VIRTIO_SNAP_QUEUE(T, P, 0), VIRTIO_SNAP_QUEUE(T, P, 1),                            \
+		VIRTIO_SNAP_F(T, P, "requests", SNAP_F_U64, c.requests, 0),                        \
+		VIRTIO_SNAP_F(T, P, "bytes", SNAP_F_U64, c.bytes, 0),                              \
+		VIRTIO_SNAP_F(T, P, "notifications", SNAP_F_U64, c.notifies, 0),                   \
+		VIRTIO_SNAP_F(T, P, "interrupts", SNAP_F_U64, c.interrupts, 0),                    \
+		VIRTIO_SNAP_F(T, P, "dropped", SNAP_F_U64, c.dropped, 0),                          \
+		VIRTIO_SNAP_F(T, P, "needs-reset", SNAP_F_U64, c.needs_reset, 0),                  \
+		VIRTIO_SNAP_F(T, P, "bad-accesses", SNAP_F_U64, c.bad_accesses, 0)
 
 /* ---- the split virtqueue (virtio 1.x, 2.7) ------------------------------------------ */
 #define VRING_DESC_F_NEXT 1u

@@ -262,31 +262,9 @@ static void net_describe(const void *state, char *buf, size_t len)
 }
 
 #define NF(prop, type, member, max) SNAP_FIELD(struct virtio_net_state, prop, type, member, max)
-#define TF(prop, type, member, max) NF(prop, type, t.member, max)
-#define QF(n, prop, type, member, max) TF("q" #n "-" prop, type, q[n].member, max)
-#define QUEUE_FIELDS(n)                                                                                  \
-	QF(n, "num", SNAP_F_U32, num, 0xffff), QF(n, "ready", SNAP_F_BOOL, ready, 1),                    \
-		QF(n, "desc", SNAP_F_U64, desc, 0), QF(n, "avail", SNAP_F_U64, avail, 0),                \
-		QF(n, "used", SNAP_F_U64, used, 0), QF(n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
-		QF(n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
 
 static const struct snap_field net_fields[] = {
-	TF("status", SNAP_F_U32, status, 0xff),
-	TF("dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff),
-	TF("drv-features-sel", SNAP_F_U32, drv_features_sel, 0xffffffff),
-	TF("queue-sel", SNAP_F_U32, queue_sel, 0xffffffff),
-	TF("int-status", SNAP_F_U32, int_status, 3),
-	TF("config-gen", SNAP_F_U32, config_gen, 0xffffffff),
-	TF("drv-features", SNAP_F_U64, drv_features, 0),
-	QUEUE_FIELDS(0),
-	QUEUE_FIELDS(1),
-	TF("requests", SNAP_F_U64, c.requests, 0),
-	TF("bytes", SNAP_F_U64, c.bytes, 0),
-	TF("notifications", SNAP_F_U64, c.notifies, 0),
-	TF("interrupts", SNAP_F_U64, c.interrupts, 0),
-	TF("dropped", SNAP_F_U64, c.dropped, 0),
-	TF("needs-reset", SNAP_F_U64, c.needs_reset, 0),
-	TF("bad-accesses", SNAP_F_U64, c.bad_accesses, 0),
+	VIRTIO_MMIO_SNAP_FIELDS(struct virtio_net_state, t.),
 	SNAP_FIELD_BYTES(struct virtio_net_state, "mac", mac, mac_len),
 	SNAP_FIELD_BYTES(struct virtio_net_state, "tap", ifname, ifname_len),
 	NF("link-up", SNAP_F_U32, link_up, 1),

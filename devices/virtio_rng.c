@@ -80,32 +80,7 @@ static void rng_describe(const void *state, char *buf, size_t len)
 		 st->q[0].ready ? "ready" : "not ready", st->q[0].used_idx);
 }
 
-#define VF(prop, type, member, max) SNAP_FIELD(struct virtio_mmio_state, prop, type, member, max)
-#define QF(n, prop, type, member, max) VF("q" #n "-" prop, type, q[n].member, max)
-#define QUEUE_FIELDS(n)                                                                                  \
-	QF(n, "num", SNAP_F_U32, num, 0xffff), QF(n, "ready", SNAP_F_BOOL, ready, 1),                    \
-		QF(n, "desc", SNAP_F_U64, desc, 0), QF(n, "avail", SNAP_F_U64, avail, 0),                \
-		QF(n, "used", SNAP_F_U64, used, 0), QF(n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
-		QF(n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
-
-static const struct snap_field rng_fields[] = {
-	VF("status", SNAP_F_U32, status, 0xff),
-	VF("dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff),
-	VF("drv-features-sel", SNAP_F_U32, drv_features_sel, 0xffffffff),
-	VF("queue-sel", SNAP_F_U32, queue_sel, 0xffffffff),
-	VF("int-status", SNAP_F_U32, int_status, 3),
-	VF("config-gen", SNAP_F_U32, config_gen, 0xffffffff),
-	VF("drv-features", SNAP_F_U64, drv_features, 0),
-	QUEUE_FIELDS(0),
-	QUEUE_FIELDS(1),
-	VF("requests", SNAP_F_U64, c.requests, 0),
-	VF("bytes", SNAP_F_U64, c.bytes, 0),
-	VF("notifications", SNAP_F_U64, c.notifies, 0),
-	VF("interrupts", SNAP_F_U64, c.interrupts, 0),
-	VF("dropped", SNAP_F_U64, c.dropped, 0),
-	VF("needs-reset", SNAP_F_U64, c.needs_reset, 0),
-	VF("bad-accesses", SNAP_F_U64, c.bad_accesses, 0),
-};
+static const struct snap_field rng_fields[] = { VIRTIO_MMIO_SNAP_FIELDS(struct virtio_mmio_state, ) };
 
 const struct snap_part virtio_rng_part = {
 	.name = "virtio-rng",

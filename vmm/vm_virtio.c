@@ -424,18 +424,19 @@ static void part_save(void *obj, void *state)
 	pthread_mutex_lock(&d->owner->io_lock);
 	if (d->blk)
 		drain(d);
-	if (d->tap)
+	if (d->tap) {
 		virtio_net_save(d->dev, state);
-	else
-		virtio_mmio_save(d->dev, state);
-	if (d->blk) {
+	} else if (d->blk) {
 		struct virtio_blk_state *st = state;
 		const char *path = vm_blk_path(d->blk);
 		size_t len = strlen(path) < sizeof(st->path) ? strlen(path) : sizeof(st->path);
 
+		virtio_blk_save(d->dev, st);
 		memcpy(st->path, path, len);
 		st->path_len = (uint16_t)len;
 		st->readonly = d->disk->readonly;
+	} else {
+		virtio_mmio_save(d->dev, state);
 	}
 	pthread_mutex_unlock(&d->owner->io_lock);
 }
@@ -443,7 +444,9 @@ static void part_save(void *obj, void *state)
 static int part_load(void *obj, const void *state, struct errbuf *err)
 {
 	struct vv_dev *d = obj;
-	int rc = d->tap ? virtio_net_load(d->dev, state) : virtio_mmio_load(d->dev, state);
+	int rc = d->tap	  ? virtio_net_load(d->dev, state)
+		 : d->blk ? virtio_blk_load(d->dev, state)
+			  : virtio_mmio_load(d->dev, state);
 
 	return rc ? errbuf_set(err, rc, "%s refuses its saved state: a ready queue's rings are not in RAM",
 			       d->win.name)

@@ -4,7 +4,8 @@
  * (an in-memory disk whose operations complete when the test says): the
  * configuration, each request type, the bad requests of the spec (status
  * IOERR or UNSUPP, counted), read-only, many requests in flight, and a
- * reset with requests in flight (their completions touch no ring).
+ * reset with requests in flight (their completions touch no ring), and
+ * save and load (the disk counters continue).
  */
 #include "devices/virtio_internal.h"
 
@@ -476,4 +477,55 @@ Test(virtio_blk, flood_beyond_the_queue_is_refused)
 	}
 	cr_assert_leq(npending, 256, "never more at the engine than its slots");
 	run_engine(0);
+}
+
+Test(virtio_blk, save_and_load_keep_the_disk_counters)
+{
+	struct virtio_blk_state st, st2;
+
+	up();
+	request(0, 0, 3, 1024, true);
+	request(1, 1, 10, 512, false);
+	virtio_mmio_serve(v, 0);
+	run_engine(0);
+	memset(&st, 0xee, sizeof(st));
+	virtio_blk_save(v, &st);
+	cr_assert_eq(st.bc.reads, 1);
+	cr_assert_eq(st.bc.writes, 1);
+	cr_assert_eq(st.bc.bytes_read, 1024);
+	cr_assert_eq(st.bc.inflight, 0, "a saved disk has nothing in flight");
+	cr_assert_eq(st.t.c.requests, 2, "the transport's counters too");
+
+	virtio_mmio_destroy(v);
+	make(false, true);
+	cr_assert_eq(bc().reads, 0, "a new disk starts at 0");
+	cr_assert_eq(virtio_blk_load(v, &st), 0);
+	cr_assert_eq(bc().reads, 1, "the counters continue");
+	cr_assert_eq(bc().writes, 1);
+	cr_assert_eq(bc().bytes_written, 512);
+	cr_assert_eq(bc().inflight_peak, st.bc.inflight_peak);
+	cr_assert_eq(bc().lat[0] + bc().lat[1] + bc().lat[2] + bc().lat[3], 2);
+	request(2, 0, 0, 512, true);
+	virtio_mmio_serve(v, 0);
+	run_engine(0);
+	cr_assert_eq(bc().reads, 2, "and go on counting");
+	cr_assert_eq(used_idx(), 3, "the queue goes on where it was");
+
+	/* An invalid transport state changes nothing. */
+	virtio_blk_save(v, &st2);
+	st2.t.status = 0xffffffffu;
+	st2.bc.reads = 999;
+	cr_assert_eq(virtio_blk_load(v, &st2), -EINVAL);
+	cr_assert_eq(bc().reads, 2);
+}
+
+Test(virtio_blk, load_refuses_a_device_that_is_not_a_disk)
+{
+	struct virtio_mmio *rng;
+	struct virtio_blk_state st;
+
+	virtio_blk_save(v, &st);
+	cr_assert_eq(virtio_rng_create(&rng, &host), 0);
+	cr_assert_eq(virtio_blk_load(rng, &st), -EINVAL);
+	virtio_mmio_destroy(rng);
 }
