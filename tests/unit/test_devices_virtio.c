@@ -5,8 +5,6 @@
  * register file, feature negotiation, a queue's set-up, requests served
  * with interrupts, NEEDS_RESET, reset in the middle, save and load.
  */
-#include "devices/virtio_internal.h"
-
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -17,30 +15,9 @@
 #define USED 0x3000u
 #define BUFS 0x8000u
 
-static uint8_t ram[RAM] __attribute__((aligned(4096)));
-static int pulses, logs, kicks;
+#include "tests/unit/virtio_fake.h"
 
-static void *fake_hva(void *opaque, uint64_t gpa, uint64_t len)
-{
-	(void)opaque;
-	return gpa > RAM || len > RAM - gpa ? NULL : ram + gpa;
-}
-
-static void fake_pulse(void *opaque)
-{
-	(void)opaque;
-	pulses++;
-}
-
-static void fake_log(void *opaque, const char *msg)
-{
-	(void)opaque;
-	(void)msg;
-	logs++;
-}
-
-static const struct dev_host host = { .gpa_to_hva = fake_hva, .pulse_irq = fake_pulse, .log = fake_log };
-static struct virtio_mmio *v;
+static int kicks;
 
 static void setup(void)
 {
@@ -56,42 +33,12 @@ static void teardown(void)
 
 TestSuite(virtio, .init = setup, .fini = teardown);
 
-static uint32_t rd(uint64_t off)
-{
-	uint8_t d[4];
-	struct dev_io io = { .offset = off, .len = 4, .data = d };
-
-	virtio_mmio_io(v, &io);
-	return (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
-}
-
-static void wr(uint64_t off, uint32_t val)
-{
-	uint8_t d[4] = { (uint8_t)val, (uint8_t)(val >> 8), (uint8_t)(val >> 16), (uint8_t)(val >> 24) };
-	struct dev_io io = { .offset = off, .len = 4, .is_write = true, .data = d };
-
-	virtio_mmio_io(v, &io);
-}
-
 static struct virtio_counters counters(void)
 {
 	struct virtio_counters c;
 
 	virtio_mmio_get_counters(v, &c);
 	return c;
-}
-
-/* A Linux-like driver: reset, ACK, DRIVER, features (VERSION_1 only), FEATURES_OK. */
-static void negotiate(uint32_t hi_features)
-{
-	wr(0x70, 0);
-	wr(0x70, 1);
-	wr(0x70, 3);
-	wr(0x24, 1);
-	wr(0x20, hi_features);
-	wr(0x24, 0);
-	wr(0x20, 0);
-	wr(0x70, 0xb);
 }
 
 static void queue(uint32_t num)

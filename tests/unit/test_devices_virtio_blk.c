@@ -7,8 +7,6 @@
  * reset with requests in flight (their completions touch no ring), and
  * save and load (the disk counters continue).
  */
-#include "devices/virtio_internal.h"
-
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -24,27 +22,15 @@
 #define SECTORS 64u
 #define QN 64u
 
-static uint8_t ram[RAM] __attribute__((aligned(4096)));
+#include "tests/unit/virtio_fake.h"
+
 static uint8_t disk[SECTORS * 512];
-static int pulses;
 
 /* The fake engine: operations wait here until run_engine(). */
 static struct blk_io pending[512];
 static struct iovec pending_iov[512][8];
 static unsigned npending, flushes;
 static bool engine_fails;
-
-static void *fake_hva(void *opaque, uint64_t gpa, uint64_t len)
-{
-	(void)opaque;
-	return gpa > RAM || len > RAM - gpa ? NULL : ram + gpa;
-}
-
-static void fake_pulse(void *opaque)
-{
-	(void)opaque;
-	pulses++;
-}
 
 static int fake_submit(void *opaque, const struct blk_io *io)
 {
@@ -59,9 +45,6 @@ static int fake_submit(void *opaque, const struct blk_io *io)
 	npending++;
 	return 0;
 }
-
-static const struct dev_host host = { .gpa_to_hva = fake_hva, .pulse_irq = fake_pulse };
-static struct virtio_mmio *v;
 
 static void make(bool ro, bool discard)
 {
@@ -123,33 +106,9 @@ static void run_engine(int64_t force)
 	npending = 0;
 }
 
-static uint32_t rd(uint64_t off)
-{
-	uint8_t d[4];
-	struct dev_io io = { .offset = off, .len = 4, .data = d };
-
-	virtio_mmio_io(v, &io);
-	return (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
-}
-
-static void wr(uint64_t off, uint32_t val)
-{
-	uint8_t d[4] = { (uint8_t)val, (uint8_t)(val >> 8), (uint8_t)(val >> 16), (uint8_t)(val >> 24) };
-	struct dev_io io = { .offset = off, .len = 4, .is_write = true, .data = d };
-
-	virtio_mmio_io(v, &io);
-}
-
 static void up(void)
 {
-	wr(0x70, 0);
-	wr(0x70, 1);
-	wr(0x70, 3);
-	wr(0x24, 1);
-	wr(0x20, 1);
-	wr(0x24, 0);
-	wr(0x20, 0);
-	wr(0x70, 0xb);
+	negotiate(1);
 	wr(0x30, 0);
 	wr(0x38, QN);
 	wr(0x80, DESC);

@@ -6,8 +6,6 @@
  * frame too large, a chain smaller than a header, no frame waiting keeps
  * the chain), offloads handed to the tap, counters, save and load.
  */
-#include "devices/virtio_internal.h"
-
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
@@ -18,30 +16,12 @@
 #define TXQ_BASE 0x2000u
 #define BUFS 0x10000u
 
-static uint8_t ram[RAM] __attribute__((aligned(4096)));
-static int pulses;
+#include "tests/unit/virtio_fake.h"
+
 static uint8_t tx_frame[70000], rx_frame[70000];
 static long tx_len, rx_len, tx_ret; /* rx_len -EAGAIN: no frame waiting */
 static int tx_calls, rx_calls;
 static uint64_t offloads_set = ~0ULL;
-
-static void *fake_hva(void *opaque, uint64_t gpa, uint64_t len)
-{
-	(void)opaque;
-	return gpa > RAM || len > RAM - gpa ? NULL : ram + gpa;
-}
-
-static void fake_pulse(void *opaque)
-{
-	(void)opaque;
-	pulses++;
-}
-
-static void fake_log(void *opaque, const char *msg)
-{
-	(void)opaque;
-	(void)msg;
-}
 
 /* As a tap does: copies what fits, returns the whole frame's length. */
 static long fake_rx(void *opaque, const struct iovec *iov, int n)
@@ -79,8 +59,6 @@ static void fake_offloads(void *opaque, uint64_t f)
 	offloads_set = f;
 }
 
-static const struct dev_host host = { .gpa_to_hva = fake_hva, .pulse_irq = fake_pulse, .log = fake_log };
-static struct virtio_mmio *v;
 static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
 static void make(uint64_t offloads)
@@ -111,26 +89,9 @@ static void teardown(void)
 
 TestSuite(virtio_net, .init = setup, .fini = teardown);
 
-static uint32_t rd(uint64_t off)
-{
-	uint8_t d[4] = { 0 };
-	struct dev_io io = { .offset = off, .len = 4, .data = d };
-
-	virtio_mmio_io(v, &io);
-	return (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
-}
-
 static void rdn(uint64_t off, uint8_t *d, uint32_t len)
 {
 	struct dev_io io = { .offset = off, .len = len, .data = d };
-
-	virtio_mmio_io(v, &io);
-}
-
-static void wr(uint64_t off, uint32_t val)
-{
-	uint8_t d[4] = { (uint8_t)val, (uint8_t)(val >> 8), (uint8_t)(val >> 16), (uint8_t)(val >> 24) };
-	struct dev_io io = { .offset = off, .len = 4, .is_write = true, .data = d };
 
 	virtio_mmio_io(v, &io);
 }
