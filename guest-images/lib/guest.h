@@ -515,6 +515,8 @@ struct vio_dev {
 
 uint32_t vio_read(const struct vio_dev *d, uint32_t off);
 void vio_write(const struct vio_dev *d, uint32_t off, uint32_t val);
+/* Acknowledge every interrupt cause InterruptStatus shows (an interrupt handler's first step): the causes. */
+uint32_t vio_irq_ack(const struct vio_dev *d);
 /* Magic, version 2 and device id at d->base: true if a modern virtio-mmio device of that id is there. */
 bool vio_probe(const struct vio_dev *d, uint32_t device_id);
 /* Reset, ACK, DRIVER, driver features (high word hi, low word lo), FEATURES_OK: the status read back. */

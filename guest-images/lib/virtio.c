@@ -23,6 +23,14 @@ void vio_write(const struct vio_dev *d, uint32_t off, uint32_t val)
 	*(volatile uint32_t *)(uintptr_t)(d->base + off) = val;
 }
 
+uint32_t vio_irq_ack(const struct vio_dev *d)
+{
+	uint32_t causes = vio_read(d, 0x060); /* InterruptStatus */
+
+	vio_write(d, 0x064, causes); /* InterruptACK */
+	return causes;
+}
+
 bool vio_probe(const struct vio_dev *d, uint32_t device_id)
 {
 	return vio_read(d, 0x000) == 0x74726976 && vio_read(d, 0x004) == 2 && vio_read(d, 0x008) == device_id;

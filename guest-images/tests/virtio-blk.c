@@ -46,7 +46,7 @@ static uint16_t used_seen;
 static bool on_irq(struct rt_regs *regs)
 {
 	(void)regs;
-	vio_write(&dev, 0x064, vio_read(&dev, 0x060));
+	vio_irq_ack(&dev);
 	irqs++;
 	apic_eoi();
 	return true;

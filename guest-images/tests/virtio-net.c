@@ -36,7 +36,7 @@ static volatile uint32_t irqs;
 static bool on_irq(struct rt_regs *regs)
 {
 	(void)regs;
-	vio_write(&rx, 0x064, vio_read(&rx, 0x060));
+	vio_irq_ack(&rx);
 	irqs++;
 	apic_eoi();
 	return true;
