@@ -281,66 +281,54 @@ static int allow_no_exec(scmp_filter_ctx ctx)
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The I/O thread's filter: the common calls, its own, one ioctl, no fcntl. */
-static int install_io(enum seccomp_mode mode, struct errbuf *err)
-{
-	scmp_filter_ctx ctx;
-	int rc;
+/* What one kind of thread may call: its lists, the call tested first, its self-test's name. */
+struct thread_rules {
+	const int *calls;
+	size_t nr_calls;
+	const unsigned long *ioctls;
+	size_t nr_ioctls;
+	const int *fcntls; /* NULL: no fcntl at all */
+	size_t nr_fcntls;
+	int hot; /* the call the filter tests first; 0: none */
+	const char *selftest;
+};
 
-	snprintf(thread_name, sizeof(thread_name), "virtio I/O");
-	if (mode == SECCOMP_OFF)
-		return 0;
-	ctx = seccomp_init(mode == SECCOMP_LOG || SECCOMP_SANITIZERS ? SCMP_ACT_LOG : SCMP_ACT_TRAP);
-	if (!ctx)
-		return errbuf_set(err, -ENOMEM, "seccomp: cannot create a filter");
-	rc = allow_all(ctx, common_calls, N(common_calls));
-	if (!rc)
-		rc = allow_all(ctx, io_calls, N(io_calls));
-	if (!rc)
-		rc = allow_arg(ctx, SCMP_SYS(ioctl), 1, io_ioctls, N(io_ioctls));
-	if (!rc)
-		rc = allow_no_exec(ctx);
-	if (!rc)
-		rc = seccomp_load(ctx);
-	seccomp_release(ctx);
-	if (rc)
-		return errbuf_set(err, rc, "seccomp: cannot install the %s thread's filter: %s", thread_name,
-				  strerror(-rc));
-	/* PERFVISOR_SECCOMP_SELFTEST=io: this thread tries a call it must not make (the tests). */
-	if (getenv("PERFVISOR_SECCOMP_SELFTEST") && !strcmp(getenv("PERFVISOR_SECCOMP_SELFTEST"), "io"))
-		execve("/nonexistent/perfvisor-seccomp-selftest", (char *[]){ NULL }, (char *[]){ NULL });
-	return 0;
-}
+static const struct thread_rules rules[] = {
+	/* The hot call is tested first: a vCPU thread makes one ioctl (KVM_RUN) per exit (bench/seccomp.sh). */
+	[SECCOMP_THREAD_VCPU] = { vcpu_calls, N(vcpu_calls), vcpu_ioctls, N(vcpu_ioctls), vcpu_fcntls,
+				  N(vcpu_fcntls), SCMP_SYS(ioctl), "vcpu" },
+	[SECCOMP_THREAD_MAIN] = { main_calls, N(main_calls), main_ioctls, N(main_ioctls), main_fcntls,
+				  N(main_fcntls), SCMP_SYS(poll), "main" },
+	[SECCOMP_THREAD_IO] = { io_calls, N(io_calls), io_ioctls, N(io_ioctls), NULL, 0, 0, "io" },
+};
 
 int seccomp_install(enum seccomp_mode mode, enum seccomp_thread which, unsigned index, struct errbuf *err)
 {
+	const struct thread_rules *r = &rules[which];
+	const char *test = getenv("PERFVISOR_SECCOMP_SELFTEST");
 	scmp_filter_ctx ctx;
-	bool vcpu = which == SECCOMP_THREAD_VCPU;
-	int rc;
+	int rc = 0;
 
-	if (which == SECCOMP_THREAD_IO)
-		return install_io(mode, err);
-	if (vcpu)
+	if (which == SECCOMP_THREAD_VCPU)
 		snprintf(thread_name, sizeof(thread_name), "vCPU %u", index);
 	else
-		snprintf(thread_name, sizeof(thread_name), "main");
+		snprintf(thread_name, sizeof(thread_name),
+			 which == SECCOMP_THREAD_IO ? "virtio I/O" : "main");
 	if (mode == SECCOMP_OFF)
 		return 0;
 	ctx = seccomp_init(mode == SECCOMP_LOG || SECCOMP_SANITIZERS ? SCMP_ACT_LOG : SCMP_ACT_TRAP);
 	if (!ctx)
 		return errbuf_set(err, -ENOMEM, "seccomp: cannot create a filter");
-	/* The hot call is tested first: a vCPU thread makes one ioctl (KVM_RUN) per exit (bench/seccomp.sh). */
-	rc = seccomp_syscall_priority(ctx, vcpu ? SCMP_SYS(ioctl) : SCMP_SYS(poll), 255);
+	if (r->hot)
+		rc = seccomp_syscall_priority(ctx, r->hot, 255);
 	if (!rc)
 		rc = allow_all(ctx, common_calls, N(common_calls));
 	if (!rc)
-		rc = vcpu ? allow_all(ctx, vcpu_calls, N(vcpu_calls))
-			  : allow_all(ctx, main_calls, N(main_calls));
+		rc = allow_all(ctx, r->calls, r->nr_calls);
 	if (!rc)
-		rc = vcpu ? allow_arg(ctx, SCMP_SYS(ioctl), 1, vcpu_ioctls, N(vcpu_ioctls))
-			  : allow_arg(ctx, SCMP_SYS(ioctl), 1, main_ioctls, N(main_ioctls));
-	if (!rc)
-		rc = vcpu ? allow_fcntl(ctx, vcpu_fcntls, N(vcpu_fcntls))
-			  : allow_fcntl(ctx, main_fcntls, N(main_fcntls));
+		rc = allow_arg(ctx, SCMP_SYS(ioctl), 1, r->ioctls, r->nr_ioctls);
+	if (!rc && r->fcntls)
+		rc = allow_fcntl(ctx, r->fcntls, r->nr_fcntls);
 	if (!rc)
 		rc = allow_no_exec(ctx);
 	if (!rc)
@@ -349,22 +337,17 @@ int seccomp_install(enum seccomp_mode mode, enum seccomp_thread which, unsigned 
 	if (rc)
 		return errbuf_set(err, rc, "seccomp: cannot install the %s thread's filter: %s", thread_name,
 				  strerror(-rc));
-	/* PERFVISOR_SECCOMP_SELFTEST=main|vcpu: this thread tries a call it must not make (the tests). */
-	if (getenv("PERFVISOR_SECCOMP_SELFTEST") &&
-	    !strcmp(getenv("PERFVISOR_SECCOMP_SELFTEST"), vcpu ? "vcpu" : "main") && (!vcpu || index == 0))
+	/* PERFVISOR_SECCOMP_SELFTEST=main|vcpu|io: this thread (vCPU 0 of the vCPUs) tries a call it must not make. */
+	if (test && !strcmp(test, r->selftest) && index == 0)
 		execve("/nonexistent/perfvisor-seccomp-selftest", (char *[]){ NULL }, (char *[]){ NULL });
 	return 0;
 }
 
 unsigned seccomp_allowed_count(enum seccomp_thread which, unsigned *ioctls)
 {
-	bool vcpu = which == SECCOMP_THREAD_VCPU;
+	const struct thread_rules *r = &rules[which];
 
-	if (which == SECCOMP_THREAD_IO) {
-		*ioctls = N(io_ioctls);
-		return (unsigned)(N(common_calls) + N(io_calls) + 3); /* ioctl, mmap, mprotect */
-	}
-	*ioctls = vcpu ? N(vcpu_ioctls) : N(main_ioctls);
-	/* ioctl, fcntl, mmap and mprotect are counted once each, with their argument filters. */
-	return (unsigned)(N(common_calls) + (vcpu ? N(vcpu_calls) : N(main_calls)) + 4);
+	*ioctls = (unsigned)r->nr_ioctls;
+	/* ioctl, mmap and mprotect (and fcntl where allowed) are counted once each, with their argument filters. */
+	return (unsigned)(N(common_calls) + r->nr_calls + (r->fcntls ? 4 : 3));
 }
