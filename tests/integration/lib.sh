@@ -136,6 +136,23 @@ linux_ready() {
 	return 1
 }
 
+# as_nobody NAME "COMMAND": COMMAND (one shell string) as the user nobody, its output in
+# $T/NAME.out and .err, its status in st; /dev/kvm and /dev/net/tun opened up to everyone for the
+# moment (udev makes the tun device 0666; the test host's devtmpfs leaves both 0600) and $T
+# made traversable. Root only; 1 if there is no user nobody.
+as_nobody() {
+	id nobody >/dev/null 2>&1 || return 1
+	an_kvm=$(stat -c %a /dev/kvm 2>/dev/null) an_tun=$(stat -c %a /dev/net/tun 2>/dev/null) an_t=$(stat -c %a "$T")
+	chmod 666 /dev/kvm /dev/net/tun 2>/dev/null
+	chmod 711 "$T"
+	su nobody -s /bin/sh -c "$2" >"$T/$1.out" 2>"$T/$1.err" </dev/null
+	st=$?
+	[ -z "$an_kvm" ] || chmod "$an_kvm" /dev/kvm
+	[ -z "$an_tun" ] || chmod "$an_tun" /dev/net/tun
+	chmod "$an_t" "$T"
+	return 0
+}
+
 # ---- taps for virtio-net (root, /dev/net/tun) ---------------------------------------
 # can_tap: root, the tun device and `busybox ip` are here (the test host has them).
 can_tap() { [ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] && [ -x "$MKTAP" ] && busybox ip link >/dev/null 2>&1; }

@@ -45,23 +45,19 @@ tap_make $tap 0 || { echo "FAIL net-not-permitted: cannot make tap $tap"; exit 1
 # lib.sh's pvt_end closes the file: the tap goes first, the status stays.
 trap 'rc_=$?; tap_del $tap; (exit $rc_); pvt_end' EXIT
 
-# As nobody, with /dev/kvm and /dev/net/tun opened up for the moment (udev makes the tun device
-# 0666; the test host's devtmpfs leaves it 0600): a tap owned by root is not nobody's (one
-# with no owner and no group is anyone's).
+# As nobody (as_nobody opens /dev/kvm and /dev/net/tun up for the moment): a tap owned by root
+# is not nobody's (one with no owner and no group is anyone's).
 cur=net-not-permitted; ok=1
-if id nobody >/dev/null 2>&1; then
-	mode=$(stat -c %a /dev/kvm) tmode=$(stat -c %a /dev/net/tun)
-	chmod 666 /dev/kvm /dev/net/tun
-	su nobody -s /bin/sh -c "$PV run --kernel $G/hello.elf --net tap=$tap --timeout 30" >"$T/$cur.out" 2>"$T/$cur.err" </dev/null
-	st=$?
+if as_nobody $cur "timeout 60 $PV run --kernel $G/hello.elf --net tap=$tap --timeout 30"; then
 	expect_status 125
 	expect_err "--net tap=$tap: not permitted (TUNSETIFF: EPERM): perfvisor has no CAP_NET_ADMIN"
 	expect_no_out 'Hello'
 	# The tap's owner may attach.
 	tap_make $tap "$(id -u nobody)" || bad "cannot make tap $tap for nobody"
-	su nobody -s /bin/sh -c "$PV run --kernel $G/hello.elf --net tap=$tap --timeout 30" >"$T/own.out" 2>"$T/own.err" </dev/null ||
-		bad "nobody's own tap: status $?: $(cat "$T/own.err")"
-	chmod "$mode" /dev/kvm; chmod "$tmode" /dev/net/tun
+	nst=$st
+	as_nobody own "timeout 60 $PV run --kernel $G/hello.elf --net tap=$tap --timeout 30"
+	[ "$st" -eq 0 ] || bad "nobody's own tap: status $st: $(cat "$T/own.err")"
+	st=$nst
 	head -n 1 "$T/$cur.err" | sed 's/^/  /'
 else
 	bad "no user nobody"
