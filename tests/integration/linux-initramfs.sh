@@ -126,7 +126,7 @@ case " $(cat /proc/cmdline) " in
 	fi
 	secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", (b - a) / 1e9 }'; }
 	dev=/sys/block/vda/device
-	echo "pvinit: diskbench vda sectors $(cat /sys/block/vda/size 2>&1) driver $(basename "$(readlink $dev/driver)") transport $(basename "$(readlink $dev/../driver)") clock $clk"
+	echo "pvinit: diskbench vda sectors $(cat /sys/block/vda/size 2>&1) driver $(basename "$(readlink $dev/driver)") transport $(basename "$(readlink $dev/../driver)") $(basename "$(readlink -f $dev/..)") clock $clk"
 	if [ ! -b /dev/vda ]; then
 		echo "pvinit: diskbench failed: no /dev/vda"
 	elif [ "$(cat /sys/block/vda/size)" -lt $((mb * 2048)) ]; then
