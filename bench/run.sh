@@ -5,11 +5,14 @@
 # the host-side profiling benchmark (bench/profile.sh), then the snapshot
 # benchmark (bench/snapshot.sh), then the seccomp benchmark
 # (bench/seccomp.sh), then the Linux boot benchmark (bench/linux.sh: Debian's
-# kernel to /init, perfvisor against QEMU microvm) on KVM, in one session. Where this machine
+# kernel to /init, perfvisor against QEMU microvm), then the disk benchmark
+# (bench/disk.sh: virtio-blk from inside that kernel, perfvisor against QEMU
+# microvm on the same image) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
-# use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh), BUILD.
+# use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh),
+# BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (200, bench/disk.sh), BUILD.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +37,9 @@ bash scripts/deps.sh bench
 bash tests/integration/debian-kernel.sh "$build" >/dev/null
 bash tests/integration/linux-initramfs.sh "$build" >/dev/null
 linux_runs=${BENCH_LINUX_RUNS:-3}
+disk_runs=${BENCH_DISK_RUNS:-3}
+disk_mb=${BENCH_DISK_MB:-256}
+disk_rand=${BENCH_DISK_RAND:-200}
 qemu=$(command -v qemu-system-x86_64)
 
 if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHOST:-}" ]; then
@@ -49,6 +55,9 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	BUILD=$build BENCH_HOST="KVM on this machine" sh bench/seccomp.sh || status=1
 	echo
 	BUILD=$build BENCH_LINUX_RUNS=$linux_runs BENCH_HOST="KVM on this machine" sh bench/linux.sh || status=1
+	echo
+	BUILD=$build BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand \
+		BENCH_HOST="KVM on this machine" sh bench/disk.sh || status=1
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
@@ -74,5 +83,6 @@ BUILD='$build' BENCH_PMU_RUNS=$pmu_runs BENCH_HOST='$host' sh bench/pmu.sh || s=
 BUILD='$build' BENCH_PROF_RUNS=3 BENCH_PROF_ITERS=100000000 BENCH_HOST='$host' sh bench/profile.sh || s=1; echo;
 BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_SNAP_SIZES='${BENCH_SNAP_SIZES:-256M}' BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
 BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; echo;
-BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_LINUX_RNG_RUNS=${BENCH_LINUX_RNG_RUNS:-1} BENCH_HOST='$host' sh bench/linux.sh || s=1; exit \$s"
+BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_LINUX_RNG_RUNS=${BENCH_LINUX_RNG_RUNS:-1} BENCH_HOST='$host' sh bench/linux.sh || s=1; echo;
+BUILD='$build' BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand BENCH_HOST='$host' sh bench/disk.sh || s=1; exit \$s"
 fi

@@ -15,7 +15,9 @@
 # (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=net` gives eth0
 # 10.0.2.15/24 and sends then receives `pvinit.netmb` MiB over TCP (busybox
 # nc) to and from 10.0.2.1, printing each stream's md5; `pvinit=devices` checks two disks, two
-# NICs and the hwrng in one boot (tests/integration/linux/linux-devices.sh). The cpio (newc) is
+# NICs and the hwrng in one boot (tests/integration/linux/linux-devices.sh);
+# `pvinit=diskbench` times, by the guest's clock, sequential writes and reads and random
+# 4 KiB reads of /dev/vda, a raw image, with O_DIRECT (bench/disk.sh). The cpio (newc) is
 # written by `cpio -o -H newc`, which GNU cpio and busybox's both do.
 # Prints what it has; exit 1 with one line saying why if it cannot.
 # Usage: tests/integration/linux-initramfs.sh [BUILD]
@@ -108,6 +110,59 @@ case " $(cat /proc/cmdline) " in
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
 *" pvinit=idle "*) echo "pvinit: idle"; sleep 600; poweroff -f ;;
+*" pvinit=diskbench "*)
+	# bench/disk.sh: /dev/vda is a raw image the bench made (no file system). By the guest's
+	# own clock (ktime, ns, from /proc/timer_list; /proc/uptime, 10 ms, without it): a
+	# sequential write of pvinit.diskmb MiB (default 256) with O_DIRECT and a flush at the end,
+	# a sequential read of it with O_DIRECT, both 1 MiB at a time; then pvinit.diskrand 4 KiB
+	# O_DIRECT reads (default 200) at random offsets, one dd each (queue depth 1), and the same
+	# dd loop from /dev/zero, whose time (the dd processes) the bench takes off the reads'.
+	mb=$(sed -n 's/.*pvinit.diskmb=\([0-9]*\).*/\1/p' /proc/cmdline); mb=${mb:-256}
+	nr=$(sed -n 's/.*pvinit.diskrand=\([0-9]*\).*/\1/p' /proc/cmdline); nr=${nr:-200}
+	if [ -n "$(sed -n '3s/^now at \([0-9]*\) nsecs$/\1/p;3q' /proc/timer_list 2>/dev/null)" ]; then
+		now() { sed -n '3s/^now at \([0-9]*\) nsecs$/\1/p;3q' /proc/timer_list; }; clk=ktime
+	else
+		now() { awk '{ printf "%.0f", $1 * 1e9 }' /proc/uptime; }; clk=uptime
+	fi
+	secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.6f", (b - a) / 1e9 }'; }
+	dev=/sys/block/vda/device
+	echo "pvinit: diskbench vda sectors $(cat /sys/block/vda/size 2>&1) driver $(basename "$(readlink $dev/driver)") transport $(basename "$(readlink $dev/../driver)") $(basename "$(readlink -f $dev/..)") clock $clk"
+	if [ ! -b /dev/vda ]; then
+		echo "pvinit: diskbench failed: no /dev/vda"
+	elif [ "$(cat /sys/block/vda/size)" -lt $((mb * 2048)) ]; then
+		echo "pvinit: diskbench failed: /dev/vda is smaller than $mb MiB"
+	else
+		t0=$(now)
+		if dd if=/dev/zero of=/dev/vda bs=1048576 count="$mb" oflag=direct conv=fsync 2>/tmp/dd.err; then
+			echo "pvinit: diskbench write $mb $(secs "$t0" "$(now)")"
+		else
+			echo "pvinit: diskbench failed: write: $(tail -n 1 /tmp/dd.err)"
+		fi
+		t0=$(now)
+		if dd if=/dev/vda of=/dev/null bs=1048576 count="$mb" iflag=direct 2>/tmp/dd.err; then
+			echo "pvinit: diskbench read $mb $(secs "$t0" "$(now)")"
+		else
+			echo "pvinit: diskbench failed: read: $(tail -n 1 /tmp/dd.err)"
+		fi
+		# The same offsets in every boot (srand's fixed seed), 4 KiB blocks of the first mb MiB.
+		awk -v n="$nr" -v max=$((mb * 256)) 'BEGIN { srand(1); for (i = 0; i < n; i++) print int(rand() * max) }' >/tmp/offs
+		t0=$(now); ok=0
+		for o in $(cat /tmp/offs); do
+			dd if=/dev/vda of=/dev/null bs=4096 count=1 skip="$o" iflag=direct 2>/dev/null && ok=$((ok + 1))
+		done
+		t1=$(now)
+		for o in $(cat /tmp/offs); do dd if=/dev/zero of=/dev/null bs=4096 count=1 skip="$o" 2>/dev/null; done
+		t2=$(now)
+		if [ "$nr" -eq 0 ]; then
+			:
+		elif [ $ok -eq "$nr" ]; then
+			echo "pvinit: diskbench randread $nr $(secs "$t0" "$t1") $(secs "$t1" "$t2")"
+		else
+			echo "pvinit: diskbench failed: randread: $((nr - ok)) of $nr reads failed"
+		fi
+	fi
+	echo "pvinit: diskbench done"
+	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=devices "*)
 	# Every kind of device at once (tests/integration/linux/linux-devices.sh): two disks in
 	# order, the second read-only; two NICs, each pinging its tap's host end; the hwrng.
