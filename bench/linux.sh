@@ -52,13 +52,13 @@ init='Run /init as init process'
 
 echo "bench: linux: $runs interleaved boots of each case$([ "$rng_runs" -gt 0 ] && echo ", $rng_runs with virtio-rng") ..."
 # shellcheck disable=SC2086 # $qemu and $pvrun are word lists (no path here has a space)
-set -- -n "$runs" -w 0 -d "$tmp" -t 300 \
+set -- -n "$runs" -w 0 -d "$tmp" -t 280 -p 1 \
 	-l "qemu microvm" -m "$mark" -e "$mark" -g "$init" -- $qemu -append "$cmd" \
 	:: -l "perfvisor" -m "$mark" -e "$mark" -g "$init" -- $pvrun --cmdline "$cmd"
 "$spawn" "$@" >"$tmp/boot.tsv"
 if [ "$rng_runs" -gt 0 ]; then
 	# shellcheck disable=SC2086
-	set -- -n "$rng_runs" -w 0 -d "$tmp" -t 300 \
+	set -- -n "$rng_runs" -w 0 -d "$tmp" -t 280 -p 1 \
 		-l "qemu microvm, virtio-rng" -m "$mark" -e "$mark" -g "$init" -- \
 		$qemu -device virtio-rng-device -append "$cmd pvinit.mods=1" \
 		:: -l "perfvisor --rng" -m "$mark" -e "$mark" -g "$init" -- $pvrun --rng --cmdline "$cmd pvinit.mods=1"
@@ -81,7 +81,7 @@ idle_rss() {
 	"$@" >"$tmp/idle.out" 2>"$tmp/idle.err" &
 	vmpid=$!
 	i=0
-	while ! grep -q 'pvinit: idle' "$tmp/idle.out" 2>/dev/null && [ $i -lt 3000 ]; do
+	while ! grep -q 'pvinit: idle' "$tmp/idle.out" 2>/dev/null && [ $i -lt 2500 ]; do
 		kill -0 $vmpid 2>/dev/null || break
 		sleep 0.1
 		i=$((i + 1))

@@ -6,7 +6,7 @@
  * the child's peak RSS from wait4()'s rusage, checks every run's exit status
  * and output, and prints one tab-separated result line per case.
  *
- * Usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] CASE [:: CASE]...
+ * Usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] [-p 0|1] CASE [:: CASE]...
  *   CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] [-e MARK] [-g KEY] -- COMMAND [ARG]...
  *   -x  exit status every run must have (default 0)
  *   -m  text every run's standard output must contain
@@ -18,6 +18,8 @@
  *       standard output that contains KEY (e.g. "Run /init"), in microseconds
  *   -t  a run taking longer is killed and fails the bench (default 120)
  *   -d  directory for the captured output (default /tmp)
+ *   -p  1: a line on standard error after every run (label, run, seconds), so a
+ *       long bench is not silent (the test host stops a command quiet for 300 s)
  * Output, per case: LABEL runs min_us median_us p90_us rss_kib rss_max_kib
  * key_median (-1 without -k) mark_median_us (-1 without -e) printk_median_us
  * (-1 without -g); rss_kib is the median of the runs' peak RSS.
@@ -62,6 +64,7 @@ struct bench_case {
 
 struct bench {
 	unsigned runs, warmup, timeout_s;
+	bool progress; /* -p: a line on stderr after every run */
 	const char *dir;
 	unsigned nr_cases;
 	struct bench_case cases[MAX_CASES];
@@ -70,7 +73,7 @@ struct bench {
 
 static void usage(void)
 {
-	fputs("usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] CASE [:: CASE]...\n"
+	fputs("usage: spawn [-n RUNS] [-w WARMUP] [-t SECONDS] [-d DIR] [-p 0|1] CASE [:: CASE]...\n"
 	      "  CASE = -l LABEL [-x STATUS] [-m TEXT] [-k KEY] [-e MARK] [-g KEY] -- COMMAND "
 	      "[ARG]...\n",
 	      stderr);
@@ -142,6 +145,8 @@ static void parse_args(int argc, char **argv, struct bench *b)
 			b->timeout_s = parse_uint(argv[i + 1], 86400, "-t SECONDS");
 		else if (!strcmp(argv[i], "-d"))
 			b->dir = argv[i + 1];
+		else if (!strcmp(argv[i], "-p"))
+			b->progress = parse_uint(argv[i + 1], 1, "-p 0|1");
 		else
 			usage();
 	}
@@ -387,6 +392,10 @@ static void run_once(const struct bench *b, struct bench_case *c, int idx)
 		if (gtime == (uint64_t)-1)
 			fail_run(b, c, "no printk-stamped line of its output has the -g key");
 	}
+	if (b->progress)
+		fprintf(stderr, "spawn: %s, %s %d of %u: %.2f s\n", c->label, idx < 0 ? "warm-up" : "run",
+			idx < 0 ? (int)b->warmup + idx + 1 : idx + 1, idx < 0 ? b->warmup : b->runs,
+			(double)(t1 - t0) / 1e9);
 	if (idx < 0)
 		return;
 	c->mark_us[idx] = c->mark ? (mark - t0) / 1000 : 0;
