@@ -92,7 +92,7 @@ expect_err 'virtio-net0: received [1-9][0-9]* frames, [0-9]* bytes, 0 dropped; s
 # The rates, for information (nested TCG: judge nothing by them).
 for dir in sent received; do
 	tr -d '\r' <"$T/$cur.out" | sed -n "s/.*pvinit: net $dir.* \([0-9]*\) MiB in \([0-9.]*\) \([0-9.]*\)\$/\1 \2 \3/p" |
-		awk -v d="$dir" '{ t = $3 - $2; printf "  guest %s %d MiB in %.1f s: %.1f MiB/s\n", d, $1, t, t > 0 ? $1 / t : 0 }'
+		awk -v d="$dir" '{ t = $3 - $2; printf "  guest %s %d MiB in %.1f s: %.2f MiB/s\n", d, $1, t, (t > 0 ? $1 / t : 0) }'
 done
 grep 'pvinit: eth0\|pvinit: ping\|pvinit: net\|virtio-net0: received\|virtio-net0: [0-9]* requests' "$T/$cur.out" "$T/$cur.err" | sed 's/^[^:]*: */  /'
 [ -z "$DIAG" ] || { grep -h 'pvdiag:' "$T/$cur.out"; cat "$T/hostdiag"; } | sed 's/^/  /'
