@@ -8,11 +8,13 @@
 #
 # MB is 100, but 8 on a nested KVM host (`perfvisor host` says so): in the test host (KVM on
 # QEMU TCG's emulated SVM, 1 CPU) the guest is CPU-bound, not stalled: 2026-12-05 it moved
-# guest -> host at 0.16-0.2 MiB/s and host -> guest at about 0.7 MiB/s, with no retransmission,
-# no drop and no lost wakeup (PVT_NET_DIAG below; the guest's CPUs 55% in softirq, 14% in hard
-# interrupts, 19% system, 10% idle). 100 MiB would take over 8 minutes guest -> host alone:
-# far beyond the --timeout 240 here and the test host's 300 s without output, which is what
-# the earlier "stall" was. 8 MiB each way takes about 60 s there after a 30 s boot.
+# guest -> host at 0.12-0.2 MiB/s (busybox nc's small writes: frames of about 1.2 KB, each a
+# notification, an interrupt and an ACK) and host -> guest at 0.7-1.4 MiB/s (64 KB GSO frames),
+# steadily, with no retransmission, no drop, no frame left in the tap (PVT_NET_DIAG below; the
+# guest's CPUs 53-55% in softirq, 7-14% in hard interrupts, 14-19% system; the test host's one
+# CPU 100% busy, two thirds of it running the guest). 100 MiB would take 8 to 14 minutes guest
+# -> host alone: far beyond the --timeout 240 here and the test host's 300 s without output,
+# which is what the earlier "stall" was. 8 MiB each way: 50-75 s there, about 100 s in all.
 # PVT_NET_MB=N sets MB; PVT_NET_DIAG=S prints, every S seconds, the guest's eth0, TCP and CPU
 # counters (pvinit.netdiag) and the host end's (tap, TCP, perfvisor stat).
 # cases: linux-virtio-net
