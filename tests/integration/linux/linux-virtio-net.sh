@@ -9,7 +9,7 @@
 # MB is 100, but 8 on a nested KVM host (`perfvisor host` says so): in the test host (KVM on
 # QEMU TCG's emulated SVM, 1 CPU) the guest is CPU-bound, not stalled: 2026-12-05 it moved
 # guest -> host at 0.12-0.2 MiB/s (busybox nc's small writes: frames of about 1.2 KB, each a
-# notification, an interrupt and an ACK) and host -> guest at 0.7-1.4 MiB/s (64 KB GSO frames),
+# notification, an interrupt and an ACK) and host -> guest at 0.7-2.3 MiB/s (64 KB GSO frames),
 # steadily, with no retransmission, no drop, no frame left in the tap (PVT_NET_DIAG below; the
 # guest's CPUs 53-55% in softirq, 7-14% in hard interrupts, 14-19% system; the test host's one
 # CPU 100% busy, two thirds of it running the guest). 100 MiB would take 8 to 14 minutes guest
