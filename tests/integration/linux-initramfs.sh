@@ -14,8 +14,9 @@
 # test put in the image) before powering off; `pvinit=idle` idles for 600 s
 # (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=net` gives eth0
 # 10.0.2.15/24 and sends then receives `pvinit.netmb` MiB over TCP (busybox
-# nc) to and from 10.0.2.1, printing each stream's md5; `pvinit=devices` checks two disks, two
-# NICs and the hwrng in one boot (tests/integration/linux/linux-devices.sh);
+# nc) to and from 10.0.2.1, printing each stream's md5 (with `pvinit.netdiag=S`,
+# eth0's, TCP's and the CPUs' counters every S seconds meanwhile); `pvinit=devices` checks two
+# disks, two NICs and the hwrng in one boot (tests/integration/linux/linux-devices.sh);
 # `pvinit=diskbench` times, by the guest's clock, sequential writes and reads and random
 # 4 KiB reads of /dev/vda, a raw image, with O_DIRECT (bench/disk.sh). The cpio (newc) is
 # written by `cpio -o -H newc`, which GNU cpio and busybox's both do.
@@ -94,6 +95,22 @@ case " $(cat /proc/cmdline) " in
 	stream() { i=0; while [ $i -lt "$mb" ]; do cat /tmp/blk; i=$((i + 1)); done; }
 	now() { cut -d' ' -f1 /proc/uptime; }
 	ip link set lo up; ip addr add 10.0.2.15/24 dev eth0; ip link set eth0 up
+	# pvinit.netdiag=S: every S seconds, eth0's counters, TCP's (retransmissions, timeouts,
+	# drops), the device's interrupts and the transfer's sockets (/proc/net/tcp), for a stall.
+	diag=$(sed -n 's/.*pvinit.netdiag=\([0-9]*\).*/\1/p' /proc/cmdline)
+	if [ -n "$diag" ]; then
+		(
+			s=/sys/class/net/eth0/statistics
+			echo "pvdiag: clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+			while sleep "$diag"; do
+				echo "pvdiag: $(now) eth0 rx $(cat $s/rx_packets) $(cat $s/rx_bytes) drop $(cat $s/rx_dropped) err $(cat $s/rx_errors) tx $(cat $s/tx_packets) $(cat $s/tx_bytes) drop $(cat $s/tx_dropped) err $(cat $s/tx_errors)"
+				echo "pvdiag: $(now) irq $(grep -i virtio /proc/interrupts | tr -s ' ' | head -n 2 | tr '\n' '|') $(head -n 1 /proc/stat)"
+				echo "pvdiag: $(now) $(awk '/^Tcp:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1; next } for (i = 2; i <= NF; i++) if (k[i] ~ /^(InSegs|OutSegs|RetransSegs|InErrs|InCsumErrors)$/) printf "%s=%s ", k[i], $i }' /proc/net/snmp)"
+				echo "pvdiag: $(now) $(awk '/^TcpExt:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1; next } for (i = 2; i <= NF; i++) if ($i != 0 && k[i] ~ /^(TCPTimeouts|TCPSpuriousRTOs|TCPLossProbes|TCPFastRetrans|TCPSlowStartRetrans|TCPLostRetransmit|TCPDSACKRecv|TCPDSACKOldSent|TCPSackRecovery|TCPRenoRecovery|TCPBacklogDrop|TCPRcvQDrop|TCPOFOQueue|TCPOFODrop|TCPZeroWindowDrop|PruneCalled|RcvPruned|TCPWantZeroWindowAdv|TCPHPHits|TCPPureAcks|TCPSpuriousRtxHostQueues|TCPTimeoutRehash|TCPAbortOnTimeout)$/) printf "%s=%s ", k[i], $i }' /proc/net/netstat)"
+				echo "pvdiag: $(now) tcp $(awk '$2 ~ /:138[9A]$/ || $3 ~ /:138[9A]$/ { printf "%s %s st %s q %s tr %s rtx %s | ", $2, $3, $4, $5, $6, $7 }' /proc/net/tcp)"
+			done
+		) &
+	fi
 	echo "pvinit: eth0 $(cat /sys/class/net/eth0/address) driver $(basename "$(readlink /sys/class/net/eth0/device/driver)") $(cat /sys/class/net/eth0/operstate)"
 	dd if=/dev/urandom of=/tmp/blk bs=1048576 count=1 2>/dev/null
 	i=0; while ! ping -c 1 -W 1 10.0.2.1 >/dev/null 2>&1 && [ $i -lt 30 ]; do i=$((i + 1)); done

@@ -58,9 +58,15 @@ done
 export TESTHOST_EXTRA
 # Twice: with busybox's tools and with GNU coreutils first on PATH (as on a
 # Debian host), so the harness never depends on one of them.
+# The tests' own knobs (numbers only) go along: the test host does not inherit this environment.
+knobs=
+for v in PVT_NET_MB PVT_NET_DIAG; do
+	val=$(printenv "$v" || true)
+	case "$val" in "" | *[!0-9]*) ;; *) knobs="$knobs$v=$val " ;; esac
+done
 for userland in $userlands; do
 	echo "integration: test host with the $userland userland"
-	TESTHOST_USERLAND=$userland bash tests/testhost/run.sh "sh tests/integration/tests.sh $build${sel:+ $sel}" || {
+	TESTHOST_USERLAND=$userland bash tests/testhost/run.sh "${knobs}sh tests/integration/tests.sh $build${sel:+ $sel}" || {
 		echo "integration: FAILED in the test host with the $userland userland"
 		exit 1
 	}
