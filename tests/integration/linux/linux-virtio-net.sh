@@ -20,27 +20,17 @@
 # cases: linux-virtio-net
 . "$(dirname "$0")/../lib.sh"
 
-DK=$B/debian-kernel
-IR=$B/linux-initramfs/initramfs.cpio
+DK=$LXK
+IR=$LXI
 case "$("$PV" host)" in *nested*) MB=${PVT_NET_MB:-8} ;; *) MB=${PVT_NET_MB:-100} ;; esac
 DIAG=${PVT_NET_DIAG:-}
 
-if [ "$("$PV" host --kind)" = kvm_pvm ]; then
-	why="kvm_pvm emulates the guest's ring 0 (about 1 us an instruction) and a Linux kernel dies there on XSAVE (DESIGN §11)"
-	echo "SKIP linux-virtio-net: $why"
-	echo "linux-virtio-net: $why" >>"$PVT_RESULTS/skips"
-	exit 0
-fi
+linux_ready linux-virtio-net || exit 0
 if ! can_tap || ! busybox unshare --help 2>&1 | grep -q -- '-n'; then
 	echo "SKIP linux-virtio-net: needs root, /dev/net/tun, $MKTAP, busybox ip and unshare (the test host has them)"
 	exit 0
 fi
 cur=linux-virtio-net; ok=1; st=0; : >"$T/$cur.out"; : >"$T/$cur.err"
-if [ ! -s "$DK/vmlinuz" ] || [ ! -s "$IR" ] || [ ! -s "$DK/modules/order" ]; then
-	bad "no Debian kernel, modules or initramfs ($DK, $IR): tests/integration/debian-kernel.sh and linux-initramfs.sh could not make them"
-	done_test
-	exit 0
-fi
 head -c 1048576 /dev/urandom >"$T/blk"
 i=0; while [ $i -lt "$MB" ]; do cat "$T/blk"; i=$((i + 1)); done >"$T/h2g.data"
 md5sum <"$T/h2g.data" | cut -d' ' -f1 >"$T/h2g.want"
