@@ -77,6 +77,8 @@ case " $(cat /proc/cmdline) " in
 	echo "pvinit: rng_current $(cat /sys/class/misc/hw_random/rng_current 2>&1)"
 	echo "pvinit: hwrng $(dd if=/dev/hwrng bs=32 count=1 2>/dev/null | od -An -tx1 | tr -d ' \n')"
 	echo "pvinit: entropy_avail $(cat /proc/sys/kernel/random/entropy_avail)"
+	# /dev/random blocks until the kernel's generator is seeded: bounded here, so a block shows.
+	echo "pvinit: random $(timeout 10 dd if=/dev/random bs=16 count=1 2>/dev/null | od -An -tx1 | tr -d ' \n')"
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=disk "*)
 	if mount -t ext4 /dev/vda /mnt; then
