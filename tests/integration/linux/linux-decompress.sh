@@ -6,13 +6,14 @@
 # entry). Both reach /init and power off (status 0). With earlyprintk=ttyS0 the decompressor prints
 # "Decompressing Linux" on the serial port: the guest boot shows it, the host boot must not, and
 # perfvisor --verbose names the path it took. Prints the guest time at /init and the wall time of
-# each. Skipped on kvm_pvm, by knowledge (DESIGN §11).
-# cases: linux-decompress-host linux-decompress-guest
+# each. Then the same bzImage with bytes of its payload overwritten: refused on the host path with
+# one line and status 125, before any guest runs. Skipped on kvm_pvm, by knowledge (DESIGN §11).
+# cases: linux-decompress-host linux-decompress-guest linux-decompress-corrupt
 . "$(dirname "$0")/../lib.sh"
 
 CMD="console=ttyS0 earlyprintk=ttyS0 printk.time=1 panic=-1 pvinit=poweroff"
 
-linux_ready "linux-decompress-host linux-decompress-guest" || exit 0
+linux_ready "linux-decompress-host linux-decompress-guest linux-decompress-corrupt" || exit 0
 
 for how in host guest; do
 	t0=$(date +%s)
@@ -34,3 +35,12 @@ for how in host guest; do
 	echo "  ($cur: /init at ${t:-?} s of guest time, $((t1 - t0)) s wall)"
 	done_test
 done
+
+# 16 bytes overwritten 4 MB into the 8 MB xz payload: liblzma's data or CRC32 check refuses it.
+cp "$LXK/vmlinuz" "$T/vmlinuz-corrupt"
+printf 'perfvisor-breaks' | dd of="$T/vmlinuz-corrupt" bs=1 seek=4000000 conv=notrunc 2>/dev/null
+run linux-decompress-corrupt 300 "$PV" run --kernel "$T/vmlinuz-corrupt" --memory 256M --timeout 240
+expect_status 125
+expect_clean
+expect_err "kernel '$T/vmlinuz-corrupt': corrupt xz payload in the bzImage"
+done_test
