@@ -80,6 +80,10 @@ else
 	! want snapshot || cmds="$cmds BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_SNAP_SIZES='${BENCH_SNAP_SIZES:-256M}' BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;"
 	! want seccomp || cmds="$cmds BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; echo;"
 	! want linux || cmds="$cmds BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_LINUX_RNG_RUNS=${BENCH_LINUX_RNG_RUNS:-1} BENCH_HOST='$host' sh bench/linux.sh || s=1;"
-	TESTHOST_MEM=${TESTHOST_MEM:-6144} TESTHOST_EXTRA="$qemu$fw${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
+	# The Linux bench's spawn prints nothing until its three cases have booted
+	# BENCH_LINUX_RUNS times each (30 s a boot there): more than the test VM's
+	# default 300 s without output, after which it is deemed stuck.
+	TESTHOST_IDLE_TIMEOUT=${TESTHOST_IDLE_TIMEOUT:-1200} TESTHOST_MEM=${TESTHOST_MEM:-6144} \
+		TESTHOST_EXTRA="$qemu$fw${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "$cmds exit \$s"
 fi
