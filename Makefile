@@ -15,6 +15,7 @@ COMPONENTS := util elf machine snapfile devices stats pmu vmm
 DEPS_util :=
 DEPS_elf := util
 DEPS_machine := elf util
+LIBS_machine := -llzma -lz -lzstd
 DEPS_snapfile := machine elf util
 DEPS_devices := snapfile machine elf util
 DEPS_stats := util
@@ -23,11 +24,12 @@ DEPS_pmu := snapfile machine elf util
 LIBS_pmu := -ljansson
 DEPS_vmm := devices pmu snapfile machine elf stats util
 # System libraries a component's code needs (its unit tests link them too):
-# libfdt for the snapshot state file, xxhash for its checksums, liburing for
-# snapshot memory I/O, jansson for the control socket, libseccomp for the
-# per-thread filters.
+# liblzma, zlib and libzstd for a bzImage's compressed payload (machine's
+# loader decompresses it on the host), libfdt for the snapshot state file,
+# xxhash for its checksums, liburing for snapshot memory I/O, jansson for the
+# control socket, libseccomp for the per-thread filters.
 LIBS_snapfile := -lfdt -lxxhash -luring
-LIBS_vmm := $(LIBS_snapfile) -ljansson -lseccomp
+LIBS_vmm := $(LIBS_snapfile) $(LIBS_machine) -ljansson -lseccomp
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
@@ -216,9 +218,9 @@ FUZZ_SRCS_snapshot := fuzz/snapshot.c snapfile/parse.c snapfile/state.c vmm/snap
 FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
-FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/gmem.c \
-	util/util.c pmu/symbols.c elf/elf.c elf/elf_sym.c
-FUZZ_OPTS_loaders :=
+FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/payload.c \
+	machine/gmem.c util/util.c pmu/symbols.c elf/elf.c elf/elf_sym.c
+FUZZ_OPTS_loaders := $(LIBS_machine)
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
 FUZZ_SRCS_stats := fuzz/stats.c stats/reader.c util/util.c

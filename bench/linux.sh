@@ -7,7 +7,9 @@
 # -initrd: the baseline) and by perfvisor, interleaved, same kernel,
 # initramfs, command line, memory and vCPUs: the guest's printk time of "Run
 # /init as init process" and the wall time from exec to "pvinit: reached
-# /init"; then the same with a virtio-rng device on both sides (perfvisor
+# /init" (perfvisor twice: its default, the kernel decompressed on the host,
+# and --kernel-decompress guest, the kernel's own decompressor as under
+# QEMU); then the same with a virtio-rng device on both sides (perfvisor
 # --rng, QEMU -device virtio-rng-device; pvinit.mods=1 loads the virtio
 # modules). Then the VMM's resident memory beyond the guest RAM it holds
 # (/proc/PID/smaps, while the --rng guest idles), against Firecracker's
@@ -54,7 +56,9 @@ echo "bench: linux: $runs interleaved boots of each case$([ "$rng_runs" -gt 0 ] 
 # shellcheck disable=SC2086 # $qemu and $pvrun are word lists (no path here has a space)
 set -- -n "$runs" -w 0 -d "$tmp" -t 280 -p 1 \
 	-l "qemu microvm" -m "$mark" -e "$mark" -g "$init" -- $qemu -append "$cmd" \
-	:: -l "perfvisor" -m "$mark" -e "$mark" -g "$init" -- $pvrun --cmdline "$cmd"
+	:: -l "perfvisor" -m "$mark" -e "$mark" -g "$init" -- $pvrun --cmdline "$cmd" \
+	:: -l "perfvisor (guest decomp)" -m "$mark" -e "$mark" -g "$init" -- \
+	$pvrun --kernel-decompress guest --cmdline "$cmd"
 "$spawn" "$@" >"$tmp/boot.tsv"
 if [ "$rng_runs" -gt 0 ]; then
 	# shellcheck disable=SC2086
@@ -118,7 +122,8 @@ END {
 	printf "%s, busybox initramfs, %s vCPUs, %s, console on the serial port; target: perfvisor <= 0.50x QEMU\n", pkg, cpus, mem
 	printf "%-26s %4s %12s  %-16s %12s  %-16s %7s\n", "case", "runs", "Run /init s", "ratio", "wall /init s", "ratio", "exit s"
 	for (i = 1; i <= n; i++) {
-		base = lab[i] ~ /^qemu/ ? i : i - 1
+		if (lab[i] ~ /^qemu/) q = i
+		base = q
 		tg = lab[i] ~ /^qemu/ ? "1.00 (baseline)" : ratio(g[i], g[base], 1)
 		tw = lab[i] ~ /^qemu/ ? "1.00 (baseline)" : ratio(mark[i], mark[base], 1)
 		printf "%-26s %4d %12.2f  %-16s %12.2f  %-16s %7.2f\n", lab[i], runs[i], g[i], tg, mark[i], tw, wall[i]

@@ -2,7 +2,8 @@
 /*
  * libFuzzer target: every kernel loader on the same input (machine/loader*.c):
  * the ELF64 contract, multiboot v1 (header search and load), the PVH note
- * and the Linux bzImage. A hostile file must be refused or loaded inside
+ * and the Linux bzImage (its payload decompressed on the host and its vmlinux
+ * loaded, and the guest path). A hostile file must be refused or loaded inside
  * guest RAM (4 MiB, checked through gmem_hva), never crash. The profiler's
  * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text) too;
  * every ELF is read through elf/.
@@ -38,8 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (loader_find_multiboot(data, size, &hdr, &off))
 		loader_load_multiboot(data, size, &mem, &info, &err);
 	loader_elf_pvh_entry(data, size, &entry, &err);
-	if (loader_is_bzimage(data, size))
-		loader_load_linux(data, size, &mem, &lx, &err);
+	if (loader_is_bzimage(data, size)) {
+		/* Both paths: the payload decompressed on the host (its ELF loaded), and the guest's. */
+		loader_load_linux(data, size, &mem, LOADER_DECOMPRESS_HOST, &lx, &err);
+		loader_load_linux(data, size, &mem, LOADER_DECOMPRESS_GUEST, &lx, &err);
+	}
 	if (prof_symtab_load_elf(&syms, data, size, &err) == 0) {
 		prof_symtab_find(&syms, entry);
 		prof_symtab_fini(&syms);

@@ -176,8 +176,11 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 		      struct boot_result *out, struct errbuf *err)
 {
 	struct loader_linux lx;
-	int rc = kernel_error(loader_load_linux(img, size, mem, &lx, err), cfg, err);
+	int rc = kernel_error(loader_load_linux(img, size, mem, cfg->decompress, &lx, err), cfg, err);
+	size_t n = strlen(out->why);
 
+	if (!rc)
+		snprintf(out->why + n, sizeof(out->why) - n, "; %s", lx.how);
 	if (!rc)
 		rc = place_initrd(mem, cfg, &lx, out, err);
 	if (!rc) {

@@ -10,6 +10,8 @@
 #include <asm/bootparam.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "perfvisor/legacy_boot.h"
@@ -30,13 +32,83 @@ bool loader_is_bzimage(const void *image, size_t size)
 	return magic == HDRS_MAGIC;
 }
 
-int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct loader_linux *out,
-		      struct errbuf *err)
+/* The guest path: the protected-mode part at 1 MiB, entered at its decompressor's 64-bit entry. */
+static int load_guest(const uint8_t *pm, uint64_t kernel_len, const struct setup_header *h, struct gmem *mem,
+		      struct loader_linux *out, struct errbuf *err)
+{
+	uint64_t need = h->init_size > kernel_len ? h->init_size : kernel_len;
+
+	if (PV_LB_LINUX_LOAD + need > mem->size)
+		return errbuf_set(err, -E2BIG,
+				  "the Linux kernel needs 0x%" PRIx64
+				  " bytes from 0x%llx (its init_size), beyond "
+				  "guest memory (%" PRIu64 " MiB); use a larger --memory",
+				  need, (unsigned long long)PV_LB_LINUX_LOAD, mem->size >> 20);
+	out->entry64 = PV_LB_LINUX_LOAD + ENTRY64_OFFSET;
+	/* A relocatable kernel moves itself to pref_address; it needs init_size there. */
+	out->kernel_end = PV_LB_LINUX_LOAD + need;
+	if (h->relocatable_kernel && h->pref_address > PV_LB_LINUX_LOAD &&
+	    h->pref_address + h->init_size > out->kernel_end)
+		out->kernel_end = h->pref_address + h->init_size;
+	if (out->kernel_end > mem->size)
+		return errbuf_set(
+			err, -E2BIG,
+			"the Linux kernel relocates to 0x%llx and needs 0x%x bytes there (init_size), "
+			"beyond guest memory (%" PRIu64 " MiB); use a larger --memory",
+			(unsigned long long)h->pref_address, h->init_size, mem->size >> 20);
+	memcpy(gmem_hva(mem, PV_LB_LINUX_LOAD, kernel_len), pm, kernel_len);
+	out->info = (struct loader_info){ .entry = out->entry64,
+					  .low = PV_LB_LINUX_LOAD,
+					  .high = PV_LB_LINUX_LOAD + kernel_len,
+					  .nr_segments = 1 };
+	return 0;
+}
+
+/*
+ * The host path: the payload decompressed into the ELF vmlinux, its
+ * segments at their physical addresses, entered at its startup_64 as the
+ * decompressor would (without choosing a random address: no KASLR).
+ */
+static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload fmt, const char *name,
+		     const struct setup_header *h, struct gmem *mem, struct loader_linux *out,
+		     struct errbuf *err)
+{
+	uint64_t cap = h->init_size && h->init_size < mem->size ? h->init_size : mem->size;
+	struct loader_info info;
+	struct errbuf e2;
+	void *elf;
+	size_t n;
+	int rc = loader_decompress(fmt, payload, len, cap, &elf, &n, err);
+
+	if (rc)
+		return rc;
+	rc = loader_load_elf_flags(elf, n, mem, PV_LB_HIGH_GPA, 0, &info, err ? &e2 : NULL);
+	free(elf);
+	if (rc)
+		return err ? errbuf_set(err, rc, "the decompressed %s payload (%zu bytes, the vmlinux): %s",
+					name, n, e2.msg)
+			   : rc;
+	out->host_decompressed = true;
+	out->entry64 = info.entry;
+	out->kernel_end = info.high;
+	out->info = info;
+	snprintf(out->how, sizeof(out->how),
+		 "%s payload decompressed on the host: vmlinux (%zu bytes), entry 0x%" PRIx64
+		 " (startup_64), no KASLR",
+		 name, n, info.entry);
+	return 0;
+}
+
+int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
+		      struct loader_linux *out, struct errbuf *err)
 {
 	const uint8_t *p = image;
 	struct setup_header h;
-	uint64_t setup_len, kernel_len, need;
+	uint64_t setup_len, kernel_len;
+	enum loader_payload fmt = LOADER_PAYLOAD_NONE;
+	const char *name = "none";
 	size_t hdr_len;
+	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!loader_is_bzimage(image, size))
@@ -69,34 +141,34 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct l
 				  "truncated bzImage: %" PRIu64 " bytes of setup code, the file has %zu",
 				  setup_len, size);
 	kernel_len = size - setup_len;
-	need = h.init_size > kernel_len ? h.init_size : kernel_len;
-	if (PV_LB_LINUX_LOAD + need > mem->size)
-		return errbuf_set(err, -E2BIG,
-				  "the Linux kernel needs 0x%" PRIx64
-				  " bytes from 0x%llx (its init_size), beyond "
-				  "guest memory (%" PRIu64 " MiB); use a larger --memory",
-				  need, (unsigned long long)PV_LB_LINUX_LOAD, mem->size >> 20);
+	/* payload_offset counts from the protected-mode part's start (boot protocol 2.08). */
+	if (h.payload_length) {
+		if (h.payload_offset > kernel_len || h.payload_length > kernel_len - h.payload_offset)
+			return errbuf_set(err, -ENOEXEC,
+					  "truncated bzImage: its payload (0x%x bytes at 0x%x) runs past the "
+					  "end of the file",
+					  h.payload_length, h.payload_offset);
+		fmt = loader_payload_format(p + setup_len + h.payload_offset, h.payload_length, &name);
+	}
 	out->hdr_len = (uint32_t)hdr_len;
 	memcpy(out->hdr, &h, hdr_len);
 	out->version = h.version;
-	out->entry64 = PV_LB_LINUX_LOAD + ENTRY64_OFFSET;
-	/* A relocatable kernel moves itself to pref_address; it needs init_size there. */
-	out->kernel_end = PV_LB_LINUX_LOAD + need;
-	if (h.relocatable_kernel && h.pref_address > PV_LB_LINUX_LOAD &&
-	    h.pref_address + h.init_size > out->kernel_end)
-		out->kernel_end = h.pref_address + h.init_size;
-	if (out->kernel_end > mem->size)
-		return errbuf_set(
-			err, -E2BIG,
-			"the Linux kernel relocates to 0x%llx and needs 0x%x bytes there (init_size), "
-			"beyond guest memory (%" PRIu64 " MiB); use a larger --memory",
-			(unsigned long long)h.pref_address, h.init_size, mem->size >> 20);
-	memcpy(gmem_hva(mem, PV_LB_LINUX_LOAD, kernel_len), p + setup_len, kernel_len);
 	out->initrd_addr_max = h.initrd_addr_max ? h.initrd_addr_max : 0x37ffffff;
 	out->cmdline_size = h.version >= 0x0206 && h.cmdline_size ? h.cmdline_size : 255;
-	out->info = (struct loader_info){ .entry = out->entry64,
-					  .low = PV_LB_LINUX_LOAD,
-					  .high = PV_LB_LINUX_LOAD + kernel_len,
-					  .nr_segments = 1 };
-	return 0;
+	if (how == LOADER_DECOMPRESS_HOST && (fmt == LOADER_PAYLOAD_NONE || fmt == LOADER_PAYLOAD_OTHER))
+		return errbuf_set(err, -ENOTSUP,
+				  "--kernel-decompress host: the bzImage's payload is %s; perfvisor decodes "
+				  "xz, gzip and zstd (use --kernel-decompress guest)",
+				  fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : name);
+	if (how != LOADER_DECOMPRESS_GUEST && fmt != LOADER_PAYLOAD_NONE && fmt != LOADER_PAYLOAD_OTHER)
+		return load_host(p + setup_len + h.payload_offset, h.payload_length, fmt, name, &h, mem, out,
+				 err);
+	rc = load_guest(p + setup_len, kernel_len, &h, mem, out, err);
+	if (!rc && fmt == LOADER_PAYLOAD_NONE)
+		snprintf(out->how, sizeof(out->how), "no compressed payload: entry 0x%" PRIx64, out->entry64);
+	else if (!rc)
+		snprintf(out->how, sizeof(out->how),
+			 "%s payload decompressed in the guest: entry 0x%" PRIx64 " (the decompressor)", name,
+			 out->entry64);
+	return rc;
 }

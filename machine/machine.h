@@ -158,6 +158,37 @@ int loader_load_multiboot(const void *image, size_t size, struct gmem *mem, stru
 			  struct errbuf *err);
 
 /* What the Linux loader learnt from the setup header. */
+/* A bzImage's payload format (machine/payload.c). */
+enum loader_payload {
+	LOADER_PAYLOAD_NONE,  /* no payload_length: not compressed, or an older header */
+	LOADER_PAYLOAD_XZ,    /* liblzma */
+	LOADER_PAYLOAD_GZIP,  /* zlib */
+	LOADER_PAYLOAD_ZSTD,  /* libzstd */
+	LOADER_PAYLOAD_OTHER, /* bzip2, lzma, lzo, lz4 or unknown: only the kernel's decompressor */
+};
+
+/*
+ * The format of a payload from its first bytes; *name for messages ("xz",
+ * "bzip2", "unknown", "none"). Pure.
+ */
+enum loader_payload loader_payload_format(const void *p, size_t len, const char **name);
+/*
+ * Decompress a payload of format XZ, GZIP or ZSTD into a new malloc()ed
+ * buffer (*out, *out_len; the caller frees it) of at most `cap` bytes.
+ * Returns 0, -E2BIG (more than `cap`), -ENOEXEC (truncated or corrupt
+ * stream), -ENOMEM, with one line in err. The stream is read up to its end;
+ * bytes after it (the kernel's size trailer) are ignored. Pure; any thread.
+ */
+int loader_decompress(enum loader_payload fmt, const void *in, size_t len, uint64_t cap, void **out,
+		      size_t *out_len, struct errbuf *err);
+
+/* Where a bzImage's payload is decompressed (--kernel-decompress). */
+enum loader_decompress {
+	LOADER_DECOMPRESS_AUTO,	 /* on the host when perfvisor decodes the format, else in the guest */
+	LOADER_DECOMPRESS_HOST,	 /* on the host; an error when it cannot */
+	LOADER_DECOMPRESS_GUEST, /* by the kernel's own decompressor (the bzImage's 64-bit entry) */
+};
+
 struct loader_linux {
 	uint8_t hdr[128]; /* the setup header as in the file (hdr_len bytes), for boot_params */
 	uint32_t hdr_len;
@@ -166,6 +197,8 @@ struct loader_linux {
 	uint64_t kernel_end;	  /* the kernel may use RAM up to here (init_size) */
 	uint32_t initrd_addr_max; /* highest address the initrd may end at (inclusive) */
 	uint32_t cmdline_size;	  /* longest command line, without the NUL */
+	bool host_decompressed;	  /* the payload's vmlinux loaded, entry64 = its startup_64 */
+	char how[160];		  /* for --verbose: the payload and where it was decompressed */
 	struct loader_info info;
 };
 
@@ -173,11 +206,15 @@ struct loader_linux {
 bool loader_is_bzimage(const void *image, size_t size);
 /*
  * Check a bzImage's setup header (boot protocol >= 2.12, loaded high, a
- * 64-bit entry) and copy its protected-mode part to 1 MiB. 0 or
- * -ENOEXEC/-E2BIG with a message.
+ * 64-bit entry) and load it as `how` says: in the guest, its protected-mode
+ * part copied to 1 MiB and entry64 the decompressor's 64-bit entry; on the
+ * host, its payload decompressed (at most init_size and guest RAM) into the
+ * ELF vmlinux, whose PT_LOAD segments go to their p_paddr (inside RAM, at or
+ * above 1 MiB) and entry64 = its e_entry (startup_64). 0 or
+ * -ENOEXEC/-E2BIG/-EINVAL/-ENOTSUP/-ENOMEM with a message. Pure.
  */
-int loader_load_linux(const void *image, size_t size, struct gmem *mem, struct loader_linux *out,
-		      struct errbuf *err);
+int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
+		      struct loader_linux *out, struct errbuf *err);
 
 /* ---- host kind (host.c) ---------------------------------------------------- */
 /* What kind of KVM host this is; the guest gets it in its boot information. */
@@ -226,6 +263,7 @@ struct boot_config {
 	unsigned nr_cpus;
 	const struct acpi_mmio_dev *acpi_devs; /* the MMIO devices the DSDT lists (none: NULL, 0) */
 	unsigned nr_acpi_devs;
+	enum loader_decompress decompress; /* a bzImage's payload: where it is decompressed */
 };
 
 struct boot_result {

@@ -6,7 +6,9 @@ set -euo pipefail
 
 # Build: compiler, KVM API headers, the libraries the components link
 # (libmicrohttpd: the HTTP server of `perfvisor exporter`; libxxhash-dev:
-# the snapshot checksums, XXH3, far faster than a CRC over GiBs), Criterion
+# the snapshot checksums, XXH3, far faster than a CRC over GiBs; liblzma-dev,
+# zlib1g-dev and libzstd-dev: the loader decompresses a bzImage's xz, gzip or
+# zstd payload on the host, so the guest skips its own decompressor), Criterion
 # for the unit tests, clang-format for `make format-check`, clang and
 # libclang-rt-dev (libFuzzer for the fuzz targets `make check` runs
 # briefly); and what `make check`'s integration tests run: Prometheus (the
@@ -18,7 +20,7 @@ set -euo pipefail
 # the Linux tests' initramfs (tests/integration/linux-initramfs.sh).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
 	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format libxxhash-dev clang
-	libclang-rt-dev prometheus busybox-static xz-utils acpica-tools cpio)
+	libclang-rt-dev prometheus busybox-static xz-utils acpica-tools cpio liblzma-dev zlib1g-dev libzstd-dev)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

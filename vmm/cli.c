@@ -26,6 +26,7 @@ const char cli_run_usage[] =
 	"  --restore DIR        continue the VM saved in snapshot directory DIR: its vCPUs, memory,\n"
 	"                       devices, PV PMU and statistics; --kernel, --initrd, --cpus, --memory,\n"
 	"                       --cmdline, --cpuid-hide, --pmu, --rng, --disk and --net come from the snapshot\n"
+	"                       (and --kernel-decompress has no meaning there)\n"
 	"                       and may not be given\n"
 	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
 	"                       read it into fresh RAM\n"
@@ -39,6 +40,10 @@ const char cli_run_usage[] =
 	"  --api-socket PATH    serve the control socket (docs/api.md) at PATH, owner-only\n"
 	"  --name NAME          the VM's name in its statistics and their Prometheus labels\n"
 	"                       (1-63 characters of A-Z a-z 0-9 _ . : -)\n"
+	"  --kernel-decompress host|guest|auto  where a Linux bzImage's compressed payload is\n"
+	"                       decompressed: host (xz, gzip or zstd; the vmlinux is loaded and entered\n"
+	"                       at its startup_64, no KASLR), guest (the kernel's own decompressor), or\n"
+	"                       auto (default: host when the format is xz, gzip or zstd, else guest)\n"
 	"  --cpuid-hide LIST    hide CPU features guest ring 0 cannot run on kvm_pvm: xsave, cmpxchg16b\n"
 	"  --pmu on|off         the paravirtual PMU (docs/pvpmu.md); off hides it, CPUID included (default on)\n"
 	"  --rng                a virtio-rng device (virtio-mmio at 0xd0000000, GSI 5; docs/devices.md)\n"
@@ -94,7 +99,8 @@ enum {
 	OPT_SYMBOLS,
 	OPT_RNG,
 	OPT_DISK,
-	OPT_NET
+	OPT_NET,
+	OPT_KERNEL_DECOMPRESS
 };
 
 static const struct option run_options[] = {
@@ -122,6 +128,7 @@ static const struct option run_options[] = {
 	{ "rng", no_argument, NULL, OPT_RNG },
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "net", required_argument, NULL, OPT_NET },
+	{ "kernel-decompress", required_argument, NULL, OPT_KERNEL_DECOMPRESS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -334,6 +341,17 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		return 0;
 	case OPT_CPUID_HIDE:
 		return cpuid_parse_hide(arg, &cfg->cpuid_hide, err);
+	case OPT_KERNEL_DECOMPRESS:
+		if (!strcmp(arg, "auto"))
+			cfg->kernel_decompress = LOADER_DECOMPRESS_AUTO;
+		else if (!strcmp(arg, "host"))
+			cfg->kernel_decompress = LOADER_DECOMPRESS_HOST;
+		else if (!strcmp(arg, "guest"))
+			cfg->kernel_decompress = LOADER_DECOMPRESS_GUEST;
+		else
+			return errbuf_set(err, -EINVAL,
+					  "--kernel-decompress must be host, guest or auto (got '%s')", arg);
+		return 0;
 	case OPT_PROFILE:
 		/* The syntax here; whether this host has the events, in main.c (prof_spec_check_host). */
 		return prof_spec_parse(arg, true, &cfg->prof, err) ? -EINVAL : 0;
@@ -479,7 +497,8 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 				      { OPT_PROFILE, "--profile" },
 				      { OPT_RNG, "--rng" },
 				      { OPT_DISK, "--disk" },
-				      { OPT_NET, "--net" } };
+				      { OPT_NET, "--net" },
+				      { OPT_KERNEL_DECOMPRESS, "--kernel-decompress" } };
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))

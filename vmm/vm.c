@@ -227,7 +227,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 		rc = boot_load(&vm->mem,
 			       &(struct boot_config){ cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
 						      cfg->nr_cpus, acpi_devs,
-						      vm_virtio_acpi_devs(&plan, acpi_devs, VM_VIRTIO_MAX) },
+						      vm_virtio_acpi_devs(&plan, acpi_devs, VM_VIRTIO_MAX),
+						      cfg->kernel_decompress },
 			       &vm->boot, err);
 	}
 	if (!rc)

@@ -312,7 +312,7 @@ static size_t build_bz(uint32_t init_size)
 static void bz_reject(size_t n, int rc, const char *want)
 {
 	struct loader_linux lx;
-	int got = loader_load_linux(img, n, &mem, &lx, &err);
+	int got = loader_load_linux(img, n, &mem, LOADER_DECOMPRESS_AUTO, &lx, &err);
 
 	cr_assert_eq(got, rc, "rc %d want %d (%s)", got, rc, err.msg);
 	assert_msg_has(want);
@@ -325,7 +325,7 @@ Test(boot, bzimage_loads)
 	size_t n = build_bz(0x10000);
 
 	cr_assert(loader_is_bzimage(img, n));
-	cr_assert_eq(loader_load_linux(img, n, &mem, &lx, &err), 0, "%s", err.msg);
+	cr_assert_eq(loader_load_linux(img, n, &mem, LOADER_DECOMPRESS_AUTO, &lx, &err), 0, "%s", err.msg);
 	cr_assert_eq(lx.entry64, 0x100200);
 	cr_assert_eq(lx.kernel_end, 0x100000 + 0x10000, "init_size, not the file, bounds the kernel");
 	cr_assert_eq(lx.cmdline_size, 100);

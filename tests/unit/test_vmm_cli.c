@@ -96,6 +96,22 @@ Test(cli, pmu_bad)
 	expect_bad("(got 'OFF')", "--kernel", "k", "--pmu", "OFF");
 }
 
+Test(cli, kernel_decompress)
+{
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.kernel_decompress, LOADER_DECOMPRESS_AUTO, "auto by default");
+	cr_assert_eq(PARSE("--kernel", "k", "--kernel-decompress", "host"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.kernel_decompress, LOADER_DECOMPRESS_HOST);
+	cr_assert_eq(PARSE("--kernel-decompress=guest", "--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.kernel_decompress, LOADER_DECOMPRESS_GUEST);
+	cr_assert_eq(PARSE("--kernel", "k", "--kernel-decompress", "auto"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.kernel_decompress, LOADER_DECOMPRESS_AUTO);
+	expect_bad("--kernel-decompress must be host, guest or auto (got 'xz')", "--kernel", "k",
+		   "--kernel-decompress", "xz");
+	expect_bad("--kernel-decompress cannot be combined with --restore", "--restore", "d",
+		   "--kernel-decompress", "host");
+}
+
 Test(cli, name)
 {
 	char longest[PV_STATS_VM_NAME_MAX];
