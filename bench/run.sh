@@ -7,12 +7,15 @@
 # (bench/seccomp.sh), then the Linux boot benchmark (bench/linux.sh: Debian's
 # kernel to /init, perfvisor against QEMU microvm), then the disk benchmark
 # (bench/disk.sh: virtio-blk from inside that kernel, perfvisor against QEMU
-# microvm on the same image) on KVM, in one session. Where this machine
+# microvm on the same image), then the network benchmark (bench/net.sh: TCP
+# both ways through virtio-net from inside that kernel, perfvisor against
+# QEMU microvm on the same tap setup) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
 # use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh),
-# BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (200, bench/disk.sh), BUILD.
+# BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (200, bench/disk.sh),
+# BENCH_NET_RUNS (3), BENCH_NET_MB (4 on a nested host, else 256, bench/net.sh), BUILD.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +43,8 @@ linux_runs=${BENCH_LINUX_RUNS:-3}
 disk_runs=${BENCH_DISK_RUNS:-3}
 disk_mb=${BENCH_DISK_MB:-256}
 disk_rand=${BENCH_DISK_RAND:-200}
+net_runs=${BENCH_NET_RUNS:-3}
+net_mb=${BENCH_NET_MB:-}
 qemu=$(command -v qemu-system-x86_64)
 
 if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHOST:-}" ]; then
@@ -58,6 +63,8 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	echo
 	BUILD=$build BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand \
 		BENCH_HOST="KVM on this machine" sh bench/disk.sh || status=1
+	echo
+	BUILD=$build BENCH_NET_RUNS=$net_runs BENCH_NET_MB=$net_mb BENCH_HOST="KVM on this machine" sh bench/net.sh || status=1
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
@@ -84,5 +91,6 @@ BUILD='$build' BENCH_PROF_RUNS=3 BENCH_PROF_ITERS=100000000 BENCH_HOST='$host' s
 BUILD='$build' BENCH_SNAP_KEEP=0 BENCH_SNAP_RUNS=3 BENCH_SNAP_SIZES='${BENCH_SNAP_SIZES:-256M}' BENCH_HOST='$host' sh bench/snapshot.sh || s=1; echo;
 BUILD='$build' BENCH_SECCOMP_RUNS=4 BENCH_HOST='$host' sh bench/seccomp.sh || s=1; echo;
 BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_LINUX_RNG_RUNS=${BENCH_LINUX_RNG_RUNS:-1} BENCH_HOST='$host' sh bench/linux.sh || s=1; echo;
-BUILD='$build' BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand BENCH_HOST='$host' sh bench/disk.sh || s=1; exit \$s"
+BUILD='$build' BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand BENCH_HOST='$host' sh bench/disk.sh || s=1; echo;
+BUILD='$build' BENCH_NET_RUNS=$net_runs BENCH_NET_MB=$net_mb BENCH_HOST='$host' sh bench/net.sh || s=1; exit \$s"
 fi
