@@ -161,7 +161,7 @@ boot() {
 		}' >"$tmp/boot.tsv" 2>>"$tmp/bind.tsv"
 	cat "$tmp/boot.tsv" >>"$tmp/results.tsv"
 	# perfvisor --verbose: the device's counters (frames dropped, errors).
-	grep -h 'virtio-net0: received' "$out.err" 2>/dev/null | sed "s/^/$label	$run	/" >>"$tmp/counters.tsv" || true
+	grep -h 'virtio-net0: received' "$out.err" 2>/dev/null | sed "s/^.*virtio-net0: /virtio-net0: /; s/^/$label	$run	/" >>"$tmp/counters.tsv" || true
 	awk -F '\t' -v lab="$label" -v run="$run" '
 		$4 == "failed" { s = s sprintf("; %s not measured: %s", $3 == "g2h" ? "guest->host" : $3 == "h2g" ? "host->guest" : "boot", $5); next }
 		{ s = s sprintf("; %s %d MiB %.2f s (%.2f MiB/s)", $3 == "g2h" ? "guest->host" : "host->guest", $4, $5, $4 / $5) }
