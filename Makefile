@@ -99,10 +99,10 @@ asan: $(BUILD)/asan/perfvisor $(BUILD)/asan/perfvisor-exporter $(patsubst %,$(BU
 # ---------------------------------------------------------------- bench
 # `make bench` helpers (bench/run.sh uses them): the stopwatch, the
 # minimal guest, as a perfvisor ELF and as a QEMU microvm -bios image, and
-# the statistics benchmark.
+# the statistics benchmark; the tap maker of the virtio-net tests, for the network benchmark.
 BENCH_OUT := $(BUILD)/bench
 BENCH_BINS := $(BENCH_OUT)/spawn $(BENCH_OUT)/min64.elf $(BENCH_OUT)/minbios.bin $(BENCH_OUT)/minmb.elf \
-	$(BENCH_OUT)/stats_bench
+	$(BENCH_OUT)/stats_bench $(BUILD)/tests/mktap
 $(BENCH_OUT)/spawn: bench/spawn.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -D_GNU_SOURCE -o $@ $<
