@@ -164,6 +164,20 @@ tap_make() {
 	busybox ip link set "$1" up
 }
 tap_del() { "$MKTAP" -d "$1" >/dev/null 2>&1; }
+# need_tap NAME [ADDR/LEN [UID]]: a tap of this test file's (as tap_make makes it), deleted when the
+# file ends (lib.sh's pvt_end then closes it: the taps go first, the status stays). Without what
+# taps need: SKIP and end the file; a tap that cannot be made: FAIL and end it.
+pvt_taps=
+need_tap() {
+	if ! can_tap; then
+		echo "SKIP $TEST_NAME: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
+		echo "$TEST_NAME: needs root, /dev/net/tun, $MKTAP and busybox ip" >>"$PVT_RESULTS/skips"
+		exit 0
+	fi
+	tap_make "$1" "${3:--}" "${2:-}" || { echo "FAIL $TEST_NAME: cannot make tap $1"; exit 1; }
+	[ -n "$pvt_taps" ] || trap 'rc_=$?; for t_ in $pvt_taps; do tap_del "$t_"; done; (exit $rc_); pvt_end' EXIT
+	pvt_taps="$pvt_taps $1"
+}
 
 # need_asan: the sanitizer build is there, or say SKIP and end this test file.
 need_asan() {

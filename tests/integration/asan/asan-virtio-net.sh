@@ -8,13 +8,7 @@
 
 need_asan
 tap=pvtest-asan0
-if ! can_tap; then
-	echo "SKIP asan-virtio-net: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
-	exit 0
-fi
-tap_make "$tap" - 10.0.2.1/24 || { echo "FAIL asan-virtio-net: cannot make tap $tap"; exit 1; }
-# lib.sh's pvt_end closes the file: the tap goes first, the status stays.
-trap 'rc_=$?; tap_del "$tap"; (exit $rc_); pvt_end' EXIT
+need_tap "$tap" 10.0.2.1/24
 run asan-virtio-net-hostile 300 "$ASAN" run --kernel "$G/virtio-net.elf" --net tap=$tap --timeout 280 --cmdline hostile
 expect_status 0; expect_out 'virtio-net: done'; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'
 expect_clean; done_test

@@ -41,9 +41,7 @@ expect_status 125; expect_err '--net tap=lo: not a tap interface'; expect_no_out
 done_test
 
 tap=pvtest-perm0
-tap_make $tap 0 || { echo "FAIL net-not-permitted: cannot make tap $tap"; exit 1; }
-# lib.sh's pvt_end closes the file: the tap goes first, the status stays.
-trap 'rc_=$?; tap_del $tap; (exit $rc_); pvt_end' EXIT
+need_tap $tap "" 0
 
 # As nobody (as_nobody opens /dev/kvm and /dev/net/tun up for the moment): a tap owned by root
 # is not nobody's (one with no owner and no group is anyone's).

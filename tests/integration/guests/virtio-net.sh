@@ -10,13 +10,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 tap=pvtest-net0
-if ! can_tap; then
-	echo "SKIP virtio-net: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
-	exit 0
-fi
-tap_make "$tap" - 10.0.2.1/24 || { echo "FAIL virtio-net: cannot make tap $tap"; exit 1; }
-# lib.sh's pvt_end closes the file: the tap goes first, the status stays.
-trap 'rc_=$?; tap_del "$tap"; (exit $rc_); pvt_end' EXIT
+need_tap "$tap" 10.0.2.1/24
 # net_counts: the device's closing line (--verbose): "received R frames, ... sent S frames, E errors"
 net_line() { grep "virtio-net0: received" "$T/$cur.err"; }
 

@@ -13,23 +13,16 @@
 
 DISK=$B/linux-disk/disk.ext4
 linux_ready linux-devices "$DISK" || exit 0
-if ! can_tap; then
-	echo "SKIP linux-devices: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
-	echo "linux-devices: needs root, /dev/net/tun, $MKTAP and busybox ip" >>"$PVT_RESULTS/skips"
-	exit 0
-fi
 cp "$DISK" "$T/root.ext4"
 head -c 8388608 /dev/urandom >"$T/data.img"
 want_md5=$(md5sum <"$T/data.img" | cut -d' ' -f1)
-tap_make pvdev0 - 10.0.4.1/24 && tap_make pvdev1 - 10.0.5.1/24 || {
-	cur=linux-devices; ok=1; st=0; bad "cannot make the taps pvdev0 and pvdev1"; done_test; exit 0
-}
+need_tap pvdev0 10.0.4.1/24
+need_tap pvdev1 10.0.5.1/24
 
 run linux-devices 400 "$PV" run --kernel "$LXK/vmlinuz" --initrd "$LXI" --cpus 4 --memory 512M \
 	--disk path="$T/root.ext4" --disk path="$T/data.img",readonly=on \
 	--net tap=pvdev0,mac=52:54:00:12:34:60 --net tap=pvdev1,mac=52:54:00:12:34:61 --rng \
 	--cmdline "console=ttyS0 printk.time=1 panic=-1 pvinit.mods=1 pvinit=devices" --timeout 360 --verbose
-tap_del pvdev0; tap_del pvdev1
 expect_status 0
 expect_out 'pvinit: reached /init'
 expect_no_out 'pvinit: insmod virtio'

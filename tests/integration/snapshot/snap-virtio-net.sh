@@ -8,13 +8,7 @@
 . "$(dirname "$0")/../lib.sh"
 
 tap=pvtest-snap0
-if ! can_tap; then
-	echo "SKIP snap-virtio-net: needs root, /dev/net/tun, $MKTAP and busybox ip (the test host has them)"
-	exit 0
-fi
-tap_make "$tap" - 10.0.2.1/24 || { echo "FAIL snap-virtio-net: cannot make tap $tap"; exit 1; }
-# lib.sh's pvt_end closes the file: the tap goes first, the status stays.
-trap 'rc_=$?; tap_del "$tap"; (exit $rc_); pvt_end' EXIT
+need_tap "$tap" 10.0.2.1/24
 
 cur=snap-virtio-net; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm net-a 300 run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:12:34:57 --cmdline "pause_ms=8000" \
