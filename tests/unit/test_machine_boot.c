@@ -22,6 +22,7 @@
 #include "perfvisor/legacy_boot.h"
 #include "perfvisor/multiboot.h"
 #include "perfvisor/pvh.h"
+#include "tests/unit/bzimage_fake.h"
 
 #define MEM (16ULL << 20)
 #define POISON 0x5a
@@ -286,24 +287,14 @@ Test(boot, pvh_note_malformed)
 
 static struct setup_header *bzhdr(void)
 {
-	return (struct setup_header *)(img + 0x1f1);
+	return bz_hdr(img);
 }
 
 static size_t build_bz(uint32_t init_size)
 {
-	struct setup_header *h = bzhdr();
 	size_t setup = (BZ_SETUP_SECTS + 1) * 512;
 
-	h->setup_sects = BZ_SETUP_SECTS;
-	h->boot_flag = 0xaa55;
-	h->jump = (uint16_t)(0xeb | ((0x268 - 0x202) << 8));
-	h->header = 0x53726448;
-	h->version = 0x020f;
-	h->loadflags = LOADED_HIGH;
-	h->xloadflags = XLF_KERNEL_64;
-	h->cmdline_size = 100;
-	h->initrd_addr_max = 0x7fffffff;
-	h->init_size = init_size;
+	bz_fill_hdr(img, BZ_SETUP_SECTS, init_size);
 	for (size_t i = 0; i < BZ_PAYLOAD; i++)
 		img[setup + i] = (uint8_t)(i ^ 0x33);
 	return setup + BZ_PAYLOAD;

@@ -19,6 +19,7 @@
 #include <zstd.h>
 
 #include "perfvisor/legacy_boot.h"
+#include "tests/unit/bzimage_fake.h"
 
 #define MEM (16ULL << 20)
 #define POISON 0x5a
@@ -127,24 +128,14 @@ static size_t pack(enum loader_payload fmt, const void *in, size_t len, uint8_t 
 
 static struct setup_header *hdr(void)
 {
-	return (struct setup_header *)(img + 0x1f1);
+	return bz_hdr(img);
 }
 
 /* A bzImage: setup sectors, 0x200 bytes of "decompressor", the payload, 0x100 bytes after. */
 static size_t build_bz(const void *payload, size_t plen, uint32_t init_size)
 {
-	struct setup_header *h = hdr();
+	struct setup_header *h = bz_fill_hdr(img, SETUP_SECTS, init_size);
 
-	h->setup_sects = SETUP_SECTS;
-	h->boot_flag = 0xaa55;
-	h->jump = (uint16_t)(0xeb | ((0x268 - 0x202) << 8));
-	h->header = 0x53726448;
-	h->version = 0x020f;
-	h->loadflags = LOADED_HIGH;
-	h->xloadflags = XLF_KERNEL_64;
-	h->cmdline_size = 100;
-	h->initrd_addr_max = 0x7fffffff;
-	h->init_size = init_size;
 	h->payload_offset = 0x200;
 	h->payload_length = (uint32_t)plen;
 	cr_assert_leq(SETUP_LEN + 0x300 + plen, sizeof(img));
