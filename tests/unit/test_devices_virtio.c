@@ -309,14 +309,7 @@ Test(virtio, event_idx)
 {
 	uint16_t *avail = (uint16_t *)(ram + AVAIL);
 
-	wr(0x70, 0);
-	wr(0x70, 1);
-	wr(0x70, 3);
-	wr(0x24, 1);
-	wr(0x20, 1);
-	wr(0x24, 0);
-	wr(0x20, 1u << 29); /* EVENT_IDX */
-	wr(0x70, 0xb);
+	negotiate2(1, 1u << 29); /* EVENT_IDX */
 	cr_assert_eq(rd(0x70), 0xb);
 	queue(16);
 	wr(0x70, 0xf);

@@ -111,14 +111,7 @@ static void queue(unsigned qi, uint32_t base)
 
 static void up(uint32_t lo_features)
 {
-	wr(0x70, 0);
-	wr(0x70, 1);
-	wr(0x70, 3);
-	wr(0x24, 1);
-	wr(0x20, 1);
-	wr(0x24, 0);
-	wr(0x20, lo_features);
-	wr(0x70, 0xb);
+	negotiate2(1, lo_features);
 	queue(0, RXQ_BASE);
 	queue(1, TXQ_BASE);
 	wr(0x70, 0xf);

@@ -58,17 +58,23 @@ static inline void wr(uint64_t off, uint32_t val)
 	virtio_mmio_io(v, &io);
 }
 
-/* A Linux-like driver: reset, ACK, DRIVER, features (VERSION_1 and hi_features' others), FEATURES_OK. */
-static inline void negotiate(uint32_t hi_features)
+/* A Linux-like driver: reset, ACK, DRIVER, driver features (high word hi, low word lo), FEATURES_OK. */
+static inline void negotiate2(uint32_t hi, uint32_t lo)
 {
 	wr(0x70, 0);
 	wr(0x70, 1);
 	wr(0x70, 3);
 	wr(0x24, 1);
-	wr(0x20, hi_features);
+	wr(0x20, hi);
 	wr(0x24, 0);
-	wr(0x20, 0);
+	wr(0x20, lo);
 	wr(0x70, 0xb);
+}
+
+/* The same with nothing in the low word (VERSION_1 is bit 32: hi's bit 0). */
+static inline void negotiate(uint32_t hi_features)
+{
+	negotiate2(hi_features, 0);
 }
 
 #endif
