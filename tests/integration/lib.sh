@@ -296,6 +296,13 @@ pmu_hw_cmdline() { [ -d /sys/bus/event_source/devices/cpu ] || echo "expect_hw=0
 # ---- snapshot and restore ---------------------------------------------------------------
 # snapshot SOCK DIR THEN: perfvisor snapshot, output appended to the test's .out.
 snapshot() { "$PV" snapshot "$1" --output "$2" --"$3" >>"$T/$cur.out" 2>>"$T/$cur.err" || bad "snapshot to $2 failed"; }
+# info_has SNAP PATTERN: snapshot-info of SNAP (kept in SNAP.info) has a line matching PATTERN
+# (grep's basic regex); its virtio lines are shown.
+info_has() {
+	"$PV" snapshot-info "$1" >"$1.info" 2>&1 || bad "snapshot-info failed: $(cat "$1.info")"
+	grep -q "$2" "$1.info" || bad "snapshot-info: $(grep -i virtio "$1.info")"
+	grep -i 'virtio' "$1.info" | sed 's/^/  /'
+}
 # info_exits FILE VCPU: the "N exits" snapshot-info prints for a vCPU.
 info_exits() { sed -n "s/^vCPU $2: .*, \([0-9]*\) exits\$/\1/p" "$1"; }
 # snap_state NAME CPUS CMDLINE WAIT PATTERN: a snapshot taken once the guest printed WAIT must
