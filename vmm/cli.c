@@ -228,6 +228,24 @@ static int parse_net(const char *arg, struct vm_config *cfg, struct errbuf *err)
 	return 0;
 }
 
+/*
+ * One of a few words: its index in names (NULL-terminated), or -EINVAL with
+ * "OPT must be a, b or c (got 'ARG')" (the words in names' order).
+ */
+static int pick(const char *opt, const char *arg, const char *const *names, struct errbuf *err)
+{
+	char list[96] = "";
+	unsigned n = 0;
+
+	for (; names[n]; n++)
+		if (!strcmp(arg, names[n]))
+			return (int)n;
+	for (unsigned i = 0; i < n; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s",
+			 i ? (i + 1 < n ? ", " : " or ") : "", names[i]);
+	return errbuf_set(err, -EINVAL, "%s must be %s (got '%s')", opt, list, arg);
+}
+
 static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct errbuf *err)
 {
 	uint64_t v;
@@ -303,31 +321,25 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		cfg->name = arg;
 		return 0;
 	case OPT_PMU:
-		if (strcmp(arg, "on") && strcmp(arg, "off"))
-			return errbuf_set(err, -EINVAL, "--pmu must be on or off (got '%s')", arg);
-		cfg->pmu = !strcmp(arg, "on");
-		return 0;
-	case OPT_SECCOMP:
-		if (!strcmp(arg, "on"))
-			cfg->seccomp = SECCOMP_ON;
-		else if (!strcmp(arg, "log"))
-			cfg->seccomp = SECCOMP_LOG;
-		else if (!strcmp(arg, "off"))
-			cfg->seccomp = SECCOMP_OFF;
-		else
-			return errbuf_set(err, -EINVAL, "--seccomp must be on, log or off (got '%s')", arg);
-		return 0;
+		rc = pick("--pmu", arg, (const char *const[]){ "on", "off", NULL }, err);
+		if (rc >= 0)
+			cfg->pmu = rc == 0;
+		return rc < 0 ? rc : 0;
+	case OPT_SECCOMP: /* in enum seccomp_mode's order */
+		rc = pick("--seccomp", arg, (const char *const[]){ "on", "log", "off", NULL }, err);
+		if (rc >= 0)
+			cfg->seccomp = (enum seccomp_mode)rc;
+		return rc < 0 ? rc : 0;
 	case OPT_RESTORE:
 		if (arg[0] == '\0')
 			return errbuf_set(err, -EINVAL, "--restore needs a snapshot directory");
 		cfg->restore = arg;
 		return 0;
 	case OPT_RESTORE_MEMORY:
-		if (strcmp(arg, "map") && strcmp(arg, "read"))
-			return errbuf_set(err, -EINVAL, "--restore-memory must be map or read (got '%s')",
-					  arg);
-		cfg->restore_read = !strcmp(arg, "read");
-		return 0;
+		rc = pick("--restore-memory", arg, (const char *const[]){ "map", "read", NULL }, err);
+		if (rc >= 0)
+			cfg->restore_read = rc == 1;
+		return rc < 0 ? rc : 0;
 	case OPT_NO_MEMORY_CHECK:
 		cfg->restore_no_check = true;
 		return 0;
@@ -341,17 +353,17 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 		return 0;
 	case OPT_CPUID_HIDE:
 		return cpuid_parse_hide(arg, &cfg->cpuid_hide, err);
-	case OPT_KERNEL_DECOMPRESS:
-		if (!strcmp(arg, "auto"))
-			cfg->kernel_decompress = LOADER_DECOMPRESS_AUTO;
-		else if (!strcmp(arg, "host"))
-			cfg->kernel_decompress = LOADER_DECOMPRESS_HOST;
-		else if (!strcmp(arg, "guest"))
-			cfg->kernel_decompress = LOADER_DECOMPRESS_GUEST;
-		else
-			return errbuf_set(err, -EINVAL,
-					  "--kernel-decompress must be host, guest or auto (got '%s')", arg);
-		return 0;
+	case OPT_KERNEL_DECOMPRESS: {
+		static const enum loader_decompress modes[] = { LOADER_DECOMPRESS_HOST,
+								LOADER_DECOMPRESS_GUEST,
+								LOADER_DECOMPRESS_AUTO };
+
+		rc = pick("--kernel-decompress", arg, (const char *const[]){ "host", "guest", "auto", NULL },
+			  err);
+		if (rc >= 0)
+			cfg->kernel_decompress = modes[rc];
+		return rc < 0 ? rc : 0;
+	}
 	case OPT_PROFILE:
 		/* The syntax here; whether this host has the events, in main.c (prof_spec_check_host). */
 		return prof_spec_parse(arg, true, &cfg->prof, err) ? -EINVAL : 0;
