@@ -108,6 +108,7 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loa
 	enum loader_payload fmt = LOADER_PAYLOAD_NONE;
 	const char *name = "none";
 	size_t hdr_len;
+	bool decodable;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -155,12 +156,13 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loa
 	out->version = h.version;
 	out->initrd_addr_max = h.initrd_addr_max ? h.initrd_addr_max : 0x37ffffff;
 	out->cmdline_size = h.version >= 0x0206 && h.cmdline_size ? h.cmdline_size : 255;
-	if (how == LOADER_DECOMPRESS_HOST && (fmt == LOADER_PAYLOAD_NONE || fmt == LOADER_PAYLOAD_OTHER))
+	decodable = fmt != LOADER_PAYLOAD_NONE && fmt != LOADER_PAYLOAD_OTHER;
+	if (how == LOADER_DECOMPRESS_HOST && !decodable)
 		return errbuf_set(err, -ENOTSUP,
 				  "--kernel-decompress host: the bzImage's payload is %s; perfvisor decodes "
 				  "xz, gzip and zstd (use --kernel-decompress guest)",
 				  fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : name);
-	if (how != LOADER_DECOMPRESS_GUEST && fmt != LOADER_PAYLOAD_NONE && fmt != LOADER_PAYLOAD_OTHER)
+	if (how != LOADER_DECOMPRESS_GUEST && decodable)
 		return load_host(p + setup_len + h.payload_offset, h.payload_length, fmt, name, &h, mem, out,
 				 err);
 	rc = load_guest(p + setup_len, kernel_len, &h, mem, out, err);
