@@ -93,10 +93,14 @@ pvt_results "$R"
 export PVT_RESULTS="$R"
 pvt_header
 [ -n "$names" ] && echo "integration: only $(echo "$files" | sed 's|.*/||; s|\.sh$||' | tr '\n' ' ')($(echo "$files" | wc -l | tr -d ' ') of $(all_tests | wc -l | tr -d ' ') tests)"
+: >"$R/times"
+t0=$(date +%s)
 for f in $files; do
 	nf0=$(wc -l <"$R/failed")
+	s0=$(date +%s)
 	sh "$f" "$B"
 	rc=$?
+	echo "$(($(date +%s) - s0)) $(basename "$f" .sh)" >>"$R/times"
 	# A file that ended badly without reporting a failed case (a shell error, a signal) fails too.
 	if [ "$rc" -ne 0 ] && [ "$(wc -l <"$R/failed")" -eq "$nf0" ]; then
 		t=$(basename "$f" .sh)
@@ -104,6 +108,8 @@ for f in $files; do
 		echo "$t" >>"$R/failed"
 	fi
 done
+# Where the run's time went (CI must stay well under its 40 minutes): the slowest files.
+echo "integration: $(($(date +%s) - t0)) s in all; the slowest test files (seconds):$(sort -rn "$R/times" | head -n 12 | awk '{ printf " %s %s", $2, $1 }')"
 pvt_summary "$R"
 rc=$?
 rm -rf "$R"
