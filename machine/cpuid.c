@@ -140,6 +140,7 @@ static const struct {
 } hide_names[] = {
 	{ "xsave", CPUID_HIDE_XSAVE },
 	{ "cmpxchg16b", CPUID_HIDE_CX16 },
+	{ "tsc-deadline", CPUID_HIDE_TSC_DEADLINE },
 };
 
 int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err)
@@ -157,20 +158,23 @@ int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err)
 				found = true;
 			}
 		if (!found)
-			return errbuf_set(err, -EINVAL,
-					  "--cpuid-hide: unknown feature '%.*s' (known: xsave, cmpxchg16b)",
-					  (int)n, p);
+			return errbuf_set(
+				err, -EINVAL,
+				"--cpuid-hide: unknown feature '%.*s' (known: xsave, cmpxchg16b, tsc-deadline)",
+				(int)n, p);
 		p += n;
 		if (*p == ',')
 			p++;
 	}
 	if (!*mask)
-		return errbuf_set(err, -EINVAL, "--cpuid-hide needs a feature list (xsave, cmpxchg16b)");
+		return errbuf_set(err, -EINVAL,
+				  "--cpuid-hide needs a feature list (xsave, cmpxchg16b, tsc-deadline)");
 	return 0;
 }
 
-/* Leaf 1 ECX: FMA (12), CX16 (13), XSAVE (26), OSXSAVE (27), AVX (28), F16C (29). */
+/* Leaf 1 ECX: FMA (12), CX16 (13), TSC-deadline (24), XSAVE (26), OSXSAVE (27), AVX (28), F16C (29). */
 #define L1_ECX_CX16 (1u << 13)
+#define L1_ECX_TSC_DEADLINE (1u << 24)
 #define L1_ECX_XSAVE_FAMILY ((1u << 12) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 29))
 /* Leaf 7.0: AVX2 and the AVX-512 family in EBX, ECX and EDX, AMX in EDX; leaf 7.1 EAX: AVX-VNNI, BF16. */
 #define L7_EBX_XSAVE_FAMILY                                                                        \
@@ -189,6 +193,8 @@ void cpuid_hide(struct kvm_cpuid2 *c, unsigned mask)
 		if (e->function == 1) {
 			if (mask & CPUID_HIDE_CX16)
 				e->ecx &= ~L1_ECX_CX16;
+			if (mask & CPUID_HIDE_TSC_DEADLINE)
+				e->ecx &= ~L1_ECX_TSC_DEADLINE;
 			if (mask & CPUID_HIDE_XSAVE)
 				e->ecx &= ~L1_ECX_XSAVE_FAMILY;
 		}
@@ -204,4 +210,16 @@ void cpuid_hide(struct kvm_cpuid2 *c, unsigned mask)
 			e->eax = e->ebx = e->ecx = e->edx = 0;
 		}
 	}
+}
+
+unsigned cpuid_add_hidden(unsigned hide)
+{
+	return hide & CPUID_HIDE_TSC_DEADLINE ? CPUID_ADD_TSC_DEADLINE : 0;
+}
+
+void cpuid_add(struct kvm_cpuid2 *c, unsigned mask)
+{
+	for (unsigned i = 0; i < c->nent; i++)
+		if (c->entries[i].function == 1 && (mask & CPUID_ADD_TSC_DEADLINE))
+			c->entries[i].ecx |= L1_ECX_TSC_DEADLINE;
 }

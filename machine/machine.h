@@ -375,12 +375,24 @@ int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct
  * --cpuid-hide: features a host cannot run in guest ring 0 (kvm_pvm's
  * emulator lacks them), hidden so a kernel does not use them.
  */
-#define CPUID_HIDE_XSAVE (1u << 0) /* XSAVE, OSXSAVE, leaf 0xD, and what needs them (AVX...) */
-#define CPUID_HIDE_CX16 (1u << 1)  /* CMPXCHG16B */
-/* Parse "xsave,cmpxchg16b" into CPUID_HIDE_* bits: 0, or -EINVAL with the bad name in err. */
+#define CPUID_HIDE_XSAVE (1u << 0)	  /* XSAVE, OSXSAVE, leaf 0xD, and what needs them (AVX...) */
+#define CPUID_HIDE_CX16 (1u << 1)	  /* CMPXCHG16B */
+#define CPUID_HIDE_TSC_DEADLINE (1u << 2) /* the LAPIC timer's TSC-deadline mode (not added) */
+/* Parse "xsave,cmpxchg16b,tsc-deadline" into CPUID_HIDE_* bits: 0, or -EINVAL with the bad name in err. */
 int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err);
 /* Clear the features of `mask` in c (after cpuid_build). Pure. */
 void cpuid_hide(struct kvm_cpuid2 *c, unsigned mask);
+/*
+ * Features KVM offers but leaves out of KVM_GET_SUPPORTED_CPUID, which the VMM
+ * adds when KVM has the capability (api.rst): a new VM gets every one the host
+ * has, a restored one those its snapshot recorded (none for an older
+ * snapshot), so a guest never sees its CPUID change under it.
+ */
+#define CPUID_ADD_TSC_DEADLINE (1u << 0) /* leaf 1 ECX[24] (KVM_CAP_TSC_DEADLINE_TIMER) */
+/* The CPUID_ADD_* features a --cpuid-hide mask (CPUID_HIDE_*) takes away. Pure. */
+unsigned cpuid_add_hidden(unsigned hide);
+/* Set the features of `mask` (CPUID_ADD_*) in c (after cpuid_build). Pure. */
+void cpuid_add(struct kvm_cpuid2 *c, unsigned mask);
 /* The vendor in leaf 0 is AMD (or Hygon, its licensee). */
 bool cpuid_is_amd(const struct kvm_cpuid2 *c);
 /* The entry for (function, index) as the CPU would answer it, or NULL. */

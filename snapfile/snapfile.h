@@ -154,6 +154,7 @@ struct snap {
 	uint64_t mem_size;
 	bool pmu;
 	uint32_t cpuid_hide; /* CPUID_HIDE_* (optional: 0 when absent) */
+	uint32_t cpuid_add;  /* CPUID_ADD_* (optional: 0 when absent, as in snapshots before it) */
 	uint32_t host_kind, tsc_khz;
 	uint64_t host_flags, created_ns; /* CLOCK_REALTIME at the snapshot */
 	const char *kernel, *cmdline, *writer;

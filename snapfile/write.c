@@ -171,6 +171,9 @@ static void w_tree(struct fdtw *w, const struct snap *s)
 	w_u64(w, "memory-size", s->mem_size);
 	w_u32(w, "pmu", s->pmu);
 	w_u32(w, "cpuid-hide", s->cpuid_hide);
+	/* Only when there is one: 0 and absent mean the same, and an older state file writes back as it was. */
+	if (s->cpuid_add)
+		w_u32(w, "cpuid-add", s->cpuid_add);
 	w_u32(w, "host-kind", s->host_kind);
 	w_u64(w, "host-flags", s->host_flags);
 	w_u32(w, "tsc-khz", s->tsc_khz);

@@ -152,6 +152,12 @@ int kvmsys_msr_index_list(const struct kvm_sys *k, uint32_t **out, uint32_t *n, 
 	return *out ? 0 : errbuf_set(err, -ENOMEM, "out of memory");
 }
 
+unsigned kvmsys_cpuid_add(const struct kvm_sys *k)
+{
+	/* The deadline mode is the in-kernel LAPIC's, which every perfvisor VM has. */
+	return ioctl(k->fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0 ? CPUID_ADD_TSC_DEADLINE : 0;
+}
+
 uint32_t kvmsys_xsave_size(int vm_fd)
 {
 	int n = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);

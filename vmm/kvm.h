@@ -33,6 +33,8 @@ int kvmsys_create_vm(const struct kvm_sys *k, const struct gmem *mem, unsigned n
 		     struct errbuf *err);
 /* The MSRs KVM saves and restores (KVM_GET_MSR_INDEX_LIST), malloc'ed. 0 or -errno with a message. */
 int kvmsys_msr_index_list(const struct kvm_sys *k, uint32_t **out, uint32_t *n, struct errbuf *err);
+/* The CPUID_ADD_* features this KVM offers (each by its capability). */
+unsigned kvmsys_cpuid_add(const struct kvm_sys *k);
 /* Bytes of a vCPU's XSAVE state on this VM (KVM_CAP_XSAVE2, at least struct kvm_xsave's). */
 uint32_t kvmsys_xsave_size(int vm_fd);
 

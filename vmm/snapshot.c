@@ -209,6 +209,7 @@ static int capture(const struct vm_snapshot_env *e, struct snap *s, struct save_
 	s->mem_size = e->mem->size;
 	s->pmu = m->pmu;
 	s->cpuid_hide = m->cpuid_hide;
+	s->cpuid_add = m->cpuid_add;
 	s->host_kind = m->host.kind;
 	s->host_flags = m->host.flags;
 	s->tsc_khz = m->tsc_khz;
@@ -415,6 +416,7 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 		cfg->nr_net++;
 	}
 	cfg->cpuid_hide = s->cpuid_hide;
+	cfg->cpuid_add = s->cpuid_add;
 	cfg->kernel = s->kernel;
 	cfg->cmdline = s->cmdline;
 	return restore_profile(r->dir, s, cfg, err);

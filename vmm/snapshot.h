@@ -27,6 +27,7 @@ struct vm_machine {
 	unsigned nr_vcpus;
 	bool pmu;
 	unsigned cpuid_hide;
+	unsigned cpuid_add;
 	struct host_info host;
 	uint32_t tsc_khz;
 	const char *kernel, *cmdline;

@@ -98,8 +98,8 @@ static int create_vcpus(struct vm *vm, struct errbuf *err)
 
 		rc = vcpu_create(v, vm->fd, i, (size_t)vm->kvm.vcpu_mmap_size, &vm->venv, err);
 		if (!rc)
-			rc = x86_setup_cpuid(&vm->kvm, vm->pmu, i, vm->nr_vcpus, vm->cfg.cpuid_hide, v->fd,
-					     &v->cpuid, err);
+			rc = x86_setup_cpuid(&vm->kvm, vm->pmu, i, vm->nr_vcpus, vm->cfg.cpuid_add,
+					     vm->cfg.cpuid_hide, v->fd, &v->cpuid, err);
 		if (rc)
 			return rc;
 		vm_pmu_vcpu_init(vm->pmu, i, v->fd);
@@ -147,6 +147,7 @@ static void fill_envs(struct vm *vm)
 		.machine = { .nr_vcpus = vm->nr_vcpus,
 			     .pmu = cfg->pmu,
 			     .cpuid_hide = cfg->cpuid_hide,
+			     .cpuid_add = cfg->cpuid_add,
 			     .host = vm->host,
 			     .kernel = cfg->kernel,
 			     .cmdline = cfg->cmdline,
@@ -207,8 +208,17 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	/* create (a restore first reads and checks the whole snapshot: it sets the machine) */
 	host_detect("", &vm->host);
 	rc = kvmsys_open(&vm->kvm, err);
-	if (!rc && restore)
+	if (!rc && restore) {
 		rc = vm_restore_load(&vm->restore, &vm->cfg, err);
+		if (!rc && (vm->cfg.cpuid_add & ~kvmsys_cpuid_add(&vm->kvm)))
+			rc = errbuf_set(
+				err, -EOPNOTSUPP,
+				"restore %s: its guest has the TSC-deadline LAPIC timer, which this host's KVM does "
+				"not offer (KVM_CAP_TSC_DEADLINE_TIMER)",
+				cfg->restore);
+	} else if (!rc) {
+		vm->cfg.cpuid_add = kvmsys_cpuid_add(&vm->kvm) & ~cpuid_add_hidden(cfg->cpuid_hide);
+	}
 	vm->nr_vcpus = vm->cfg.nr_cpus;
 	if (!rc)
 		rc = vmctl_init(&vm->ctl, vm->nr_vcpus, err);

@@ -71,7 +71,8 @@ struct vm_config {
 	enum seccomp_mode seccomp; /* --seccomp on|log|off (default on) */
 	const char *initrd[BOOT_MAX_MODULES]; /* --initrd values, in order */
 	unsigned nr_initrd;
-	unsigned cpuid_hide;			  /* CPUID_HIDE_* bits (--cpuid-hide) */
+	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
+	unsigned cpuid_add;  /* CPUID_ADD_* bits: set by vm_create (the host's, or the snapshot's) */
 	enum loader_decompress kernel_decompress; /* --kernel-decompress (default auto) */
 	bool verbose;
 	const char *restore;	    /* --restore DIR: continue a snapshot instead of booting a kernel */

@@ -92,7 +92,7 @@ int x86_setup_bsp(int vcpu_fd, const struct boot_cpu *bc, struct errbuf *err)
 }
 
 int x86_setup_cpuid(const struct kvm_sys *kvm, const struct vm_pmu *pmu, unsigned index, unsigned n,
-		    unsigned hide, int vcpu_fd, struct kvm_cpuid2 **out, struct errbuf *err)
+		    unsigned add, unsigned hide, int vcpu_fd, struct kvm_cpuid2 **out, struct errbuf *err)
 {
 	const struct kvm_cpuid2 *sup = kvm->cpuid;
 	unsigned cap = sup->nent + CPUID_EXTRA_ENTRIES + VM_PMU_CPUID_LEAVES;
@@ -108,6 +108,7 @@ int x86_setup_cpuid(const struct kvm_sys *kvm, const struct vm_pmu *pmu, unsigne
 		free(c);
 		return errbuf_set(err, rc, "vCPU %u: CPUID: more leaves than expected", index);
 	}
+	cpuid_add(c, add);
 	cpuid_hide(c, hide);
 	vm_pmu_cpuid(pmu, c);
 	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c) < 0) {

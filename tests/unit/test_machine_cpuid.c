@@ -248,6 +248,23 @@ Test(cpuid, hide_cx16_only)
 	free(c);
 }
 
+/* KVM leaves the TSC-deadline bit out of its list; cpuid_add sets it, --cpuid-hide tsc-deadline keeps it off. */
+Test(cpuid, add_tsc_deadline)
+{
+	struct kvm_cpuid2 *c = make(hide_leaves, sizeof(hide_leaves) / sizeof(hide_leaves[0]));
+
+	cpuid_hide(c, CPUID_HIDE_TSC_DEADLINE);
+	cr_assert_eq(get(c, 1, 0)->ecx, 0xf7fa3203u & ~(1u << 24), "only ECX[24] cleared");
+	cpuid_add(c, 0);
+	cr_assert_eq(get(c, 1, 0)->ecx, 0xf7fa3203u & ~(1u << 24), "mask 0 changes nothing");
+	cpuid_add(c, CPUID_ADD_TSC_DEADLINE);
+	cr_assert_eq(get(c, 1, 0)->ecx, 0xf7fa3203u, "only ECX[24] set");
+	cr_assert_eq(get(c, 7, 0)->ebx, 0xffffffffu, "other leaves untouched");
+	cr_assert_eq(cpuid_add_hidden(CPUID_HIDE_TSC_DEADLINE | CPUID_HIDE_CX16), CPUID_ADD_TSC_DEADLINE);
+	cr_assert_eq(cpuid_add_hidden(CPUID_HIDE_XSAVE | CPUID_HIDE_CX16), 0);
+	free(c);
+}
+
 Test(cpuid, parse_hide)
 {
 	struct errbuf e;
@@ -257,8 +274,11 @@ Test(cpuid, parse_hide)
 	cr_assert_eq(m, CPUID_HIDE_XSAVE);
 	cr_assert_eq(cpuid_parse_hide("cmpxchg16b,xsave", &m, &e), 0);
 	cr_assert_eq(m, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
+	cr_assert_eq(cpuid_parse_hide("tsc-deadline", &m, &e), 0);
+	cr_assert_eq(m, CPUID_HIDE_TSC_DEADLINE);
 	cr_assert_eq(cpuid_parse_hide("xsave,avx", &m, &e), -EINVAL);
-	cr_assert(strstr(e.msg, "unknown feature 'avx' (known: xsave, cmpxchg16b)"), "%s", e.msg);
+	cr_assert(strstr(e.msg, "unknown feature 'avx' (known: xsave, cmpxchg16b, tsc-deadline)"), "%s",
+		  e.msg);
 	cr_assert_eq(cpuid_parse_hide("xsav", &m, &e), -EINVAL, "no prefix matches");
 	cr_assert_eq(cpuid_parse_hide("", &m, &e), -EINVAL);
 	cr_assert(strstr(e.msg, "needs a feature list"), "%s", e.msg);

@@ -191,6 +191,7 @@ static struct snap *sample(unsigned n)
 	s->pic_slave = B(chip, chip[1]);
 	s->ioapic = B(chip, chip[2]);
 	s->cpuid_hide = CPUID_HIDE_XSAVE | CPUID_HIDE_CX16;
+	s->cpuid_add = CPUID_ADD_TSC_DEADLINE;
 	s->schema = &schema;
 	uart = (struct uart){ .ier = 1, .div = 0x1234, .base = 0x3f8, .thri = true, .count = 77, .n = 3 };
 	memcpy(uart.rx, "abc", 3);
@@ -270,6 +271,7 @@ Test(snapfmt, round_trip)
 	cr_assert_eq(((const struct cfg *)p->dev[2])->selector, 0x19);
 	cr_assert_eq(((const struct cfg *)p->dev[2])->offset, 3);
 	cr_assert_eq(p->cpuid_hide, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
+	cr_assert_eq(p->cpuid_add, CPUID_ADD_TSC_DEADLINE);
 	cr_assert(memcmp(p->vm[0], &caps, sizeof(caps)) == 0);
 	cr_assert_eq(snap_part_state(p, &caps_part, -1), p->vm[0]);
 	pstats = snap_part_state(p, &snap_stats_part, -1);
@@ -453,23 +455,30 @@ Test(snapfmt, wrong_sizes_and_values)
 	free(s);
 }
 
-/* fw_cfg and cpuid-hide came within format 1: a snapshot without them parses (no state; cpuid-hide 0). */
+/*
+ * fw_cfg, cpuid-hide and cpuid-add came within format 1: a snapshot without them parses (no
+ * state; cpuid-hide 0; cpuid-add 0, so an older snapshot's guest keeps the CPUID it had).
+ */
 Test(snapfmt, fwcfg_and_cpuid_hide_are_optional)
 {
 	struct snap *s = sample(1), *p = calloc(1, sizeof(*p));
 	struct errbuf err;
 	size_t len;
 	void *blob = build(s, &len), *c = editable(blob, len);
-	uint32_t bad = 4;
+	uint32_t bad = 8;
 
 	cr_assert_eq(fdt_del_node(c, node(c, "/devices/fw_cfg@510")), 0);
 	cr_assert_eq(fdt_delprop(c, node(c, "/machine"), "cpuid-hide"), 0);
+	cr_assert_eq(fdt_delprop(c, node(c, "/machine"), "cpuid-add"), 0);
 	cr_assert_eq(snap_parse(c, resum(c), &schema, p, &err), 0, "%s", err.msg);
 	cr_assert_null(p->dev[2],
 		       "an optional part that is absent has no state (the component keeps its own)");
 	cr_assert_eq(p->cpuid_hide, 0);
+	cr_assert_eq(p->cpuid_add, 0);
 	snap_fini(p);
 	set_and_expect(blob, len, "/machine", "cpuid-hide", &(uint32_t){ cpu_to_fdt32(bad) }, 4,
+		       "value out of range");
+	set_and_expect(blob, len, "/machine", "cpuid-add", &(uint32_t){ cpu_to_fdt32(2) }, 4,
 		       "value out of range");
 	set_and_expect(blob, len, "/devices/fw_cfg@510", "selector", &(uint32_t){ cpu_to_fdt32(0x10000) }, 4,
 		       "value out of range");

@@ -398,6 +398,8 @@ Test(cli, cpuid_hide)
 	cr_assert_eq(cfg.cpuid_hide, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
 	cr_assert_eq(PARSE("--kernel", "k"), 0);
 	cr_assert_eq(cfg.cpuid_hide, 0, "nothing hidden by default");
+	cr_assert_eq(PARSE("--kernel", "k", "--cpuid-hide", "tsc-deadline"), 0, "%s", err.msg);
+	cr_assert_eq(cfg.cpuid_hide, CPUID_HIDE_TSC_DEADLINE);
 	expect_bad("--cpuid-hide: unknown feature 'sse'", "--kernel", "k", "--cpuid-hide", "sse");
 }
 

@@ -6,7 +6,8 @@
 # the PC pieces such a kernel uses: the CMOS RTC (its time within 2 s of the host's, rtc_cmos
 # probes it), the ACPI FADT/DSDT (accepted without ACPI errors or warnings, no i8042 probe, since
 # the FADT says there is none), `poweroff -f` through ACPI S5 and `reboot -f` through the FADT's
-# reset register, each ending the VM with status 0, and no unhandled I/O port on the way.
+# reset register, each ending the VM with status 0, and no unhandled I/O port on the way; the
+# LAPIC timer's TSC-deadline mode in CPUID, which Linux takes instead of calibrating the timer.
 # The two boots also take the two ways a bzImage's payload is decompressed (docs/boot.md, "Linux
 # bzImage"): linux-poweroff with --kernel-decompress guest (the kernel's own decompressor at the
 # bzImage's 64-bit entry, the protected-mode part loaded at 1 MiB), linux-reboot with the default
@@ -35,6 +36,8 @@ linux_checks() {
 	expect_no_out 'serio: i8042 KBD port'
 	expect_out 'ACPI: Interpreter enabled'
 	expect_out 'ACPI: PM-Timer IO Port: 0x608'
+	# CPUID offers the LAPIC's TSC-deadline mode (docs/boot.md): no LAPIC timer calibration.
+	expect_out 'TSC deadline timer available'
 	if grep -E -i 'ACPI (BIOS )?(Error|Warning)|ACPI:.*(error|failed|bug)' "$T/$cur.out" >"$T/$cur.acpi"; then
 		bad "ACPI complains: $(head -n 3 "$T/$cur.acpi" | tr '\n' ';')"
 	fi
