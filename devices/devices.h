@@ -233,6 +233,12 @@ struct virtio_counters {
 	uint64_t bad_accesses; /* register accesses a driver must not make, ignored */
 };
 
+/* What the transport counts per queue (each read atomically): notifications of it, interrupts for its used buffers. */
+struct virtio_queue_counters {
+	uint64_t notifies;
+	uint64_t interrupts;
+};
+
 /* One queue's saved state. */
 struct virtio_queue_state {
 	uint32_t num;
@@ -247,6 +253,7 @@ struct virtio_mmio_state {
 	uint64_t drv_features;
 	struct virtio_queue_state q[VIRTIO_MAX_QUEUES];
 	struct virtio_counters c;
+	struct virtio_queue_counters qc[VIRTIO_MAX_QUEUES]; /* they continue too */
 };
 
 /* virtio-rng (device ID 4): one queue, filled from getrandom(). 0 or -ENOMEM. Setup thread. */
@@ -361,7 +368,14 @@ extern const struct snap_part virtio_blk_parts[VIRTIO_BLK_MAX_PARTS];
 extern const struct snap_part virtio_rng_part;
 /* Serve queue q because the backend has work (a tap frame), not a notification. I/O thread. */
 void virtio_mmio_poll(struct virtio_mmio *v, unsigned q);
-/* The backend's own counters: names (may be NULL) and values (may be NULL; nr of them). Any thread. */
+/*
+ * The device's own counters: the backend's, then, for a device whose queues
+ * have names (virtio-net's rx and tx), each queue's notifications and
+ * interrupts ("rx_notifications", "rx_interrupts", ...). Names (may be
+ * NULL) and values (may be NULL); returns how many, at most
+ * VIRTIO_MAX_OWN_STATS. Any thread.
+ */
+#define VIRTIO_MAX_OWN_STATS 12u
 unsigned virtio_mmio_backend_counters(struct virtio_mmio *v, const char *const **names, uint64_t *values);
 
 /* ---- virtio-net (device ID 1; docs/devices.md): queue 0 receives, queue 1 transmits ---- */

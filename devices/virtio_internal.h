@@ -23,14 +23,16 @@
 #define VIRTIO_SNAP_F(T, P, prop, type, member, max) SNAP_FIELD(T, prop, type, P member, max)
 #define VIRTIO_SNAP_QF(T, P, n, prop, type, member, max) \
 	VIRTIO_SNAP_F(T, P, "q" #n "-" prop, type, q[n].member, max)
-#define VIRTIO_SNAP_QUEUE(T, P, n)                                                     \
-	VIRTIO_SNAP_QF(T, P, n, "num", SNAP_F_U32, num, 0xffff),                       \
-		VIRTIO_SNAP_QF(T, P, n, "ready", SNAP_F_BOOL, ready, 1),               \
-		VIRTIO_SNAP_QF(T, P, n, "desc", SNAP_F_U64, desc, 0),                  \
-		VIRTIO_SNAP_QF(T, P, n, "avail", SNAP_F_U64, avail, 0),                \
-		VIRTIO_SNAP_QF(T, P, n, "used", SNAP_F_U64, used, 0),                  \
-		VIRTIO_SNAP_QF(T, P, n, "last-avail", SNAP_F_U16, last_avail, 0xffff), \
-		VIRTIO_SNAP_QF(T, P, n, "used-idx", SNAP_F_U16, used_idx, 0xffff)
+#define VIRTIO_SNAP_QUEUE(T, P, n)                                                           \
+	VIRTIO_SNAP_QF(T, P, n, "num", SNAP_F_U32, num, 0xffff),                             \
+		VIRTIO_SNAP_QF(T, P, n, "ready", SNAP_F_BOOL, ready, 1),                     \
+		VIRTIO_SNAP_QF(T, P, n, "desc", SNAP_F_U64, desc, 0),                        \
+		VIRTIO_SNAP_QF(T, P, n, "avail", SNAP_F_U64, avail, 0),                      \
+		VIRTIO_SNAP_QF(T, P, n, "used", SNAP_F_U64, used, 0),                        \
+		VIRTIO_SNAP_QF(T, P, n, "last-avail", SNAP_F_U16, last_avail, 0xffff),       \
+		VIRTIO_SNAP_QF(T, P, n, "used-idx", SNAP_F_U16, used_idx, 0xffff),           \
+		SNAP_FIELD_OPT(T, "q" #n "-notifications", SNAP_F_U64, P qc[n].notifies, 0), \
+		SNAP_FIELD_OPT(T, "q" #n "-interrupts", SNAP_F_U64, P qc[n].interrupts, 0)
 #define VIRTIO_MMIO_SNAP_FIELDS(T, P)                                                              \
 	VIRTIO_SNAP_F(T, P, "status", SNAP_F_U32, status, 0xff),                                   \
 		VIRTIO_SNAP_F(T, P, "dev-features-sel", SNAP_F_U32, dev_features_sel, 0xffffffff), \
@@ -174,6 +176,8 @@ struct virtio_backend_ops {
 	unsigned nr_stats;
 	const char *const *stat_names;
 	void (*read_stats)(void *be, uint64_t *values);
+	/* Names of the queues, for their counters in the statistics (NULL: a device of one queue, none). */
+	const char *const *queue_names;
 };
 
 /* handle()'s answer for a request that completes later, through virtio_mmio_complete(). */

@@ -84,11 +84,24 @@ struct virtio_mmio {
 	uint64_t features; /* offered: the backend's and the transport's */
 	struct virtio_mmio_state st;
 	struct virtq q[VIRTIO_MAX_QUEUES];
-	struct virtio_counters c; /* each field accessed atomically */
+	struct virtio_counters c;			    /* each field accessed atomically */
+	struct virtio_queue_counters qc[VIRTIO_MAX_QUEUES]; /* likewise */
 	struct vlog_kind log[NR_LOGS];
+	/* The statistics names of the device's own counters: the backend's, then the named queues'. */
+	unsigned nr_own;
+	const char *own_names[VIRTIO_MAX_OWN_STATS];
+	char queue_stat[VIRTIO_MAX_QUEUES * 2][32];
 };
 
 #define COUNT(v, field) __atomic_add_fetch(&(v)->c.field, 1, __ATOMIC_RELAXED)
+
+/* A notification of queue qi: the device's count, and the queue's (one that exists). */
+static void count_notify(struct virtio_mmio *v, unsigned qi)
+{
+	COUNT(v, notifies);
+	if (qi < VIRTIO_MAX_QUEUES)
+		__atomic_add_fetch(&v->qc[qi].notifies, 1, __ATOMIC_RELAXED);
+}
 
 /* A guest-triggered line, rate-limited by its kind; the device's lock is held. */
 __attribute__((format(printf, 3, 4))) static void vlog(struct virtio_mmio *v, int kind, const char *fmt, ...)
@@ -119,7 +132,8 @@ int virtio_mmio_create_backend(struct virtio_mmio **out, const struct virtio_bac
 	struct virtio_mmio *v = calloc(1, sizeof(*v));
 
 	*out = NULL;
-	if (!v || ops->nr_queues > VIRTIO_MAX_QUEUES) {
+	if (!v || ops->nr_queues > VIRTIO_MAX_QUEUES ||
+	    ops->nr_stats + (ops->queue_names ? 2 * ops->nr_queues : 0) > VIRTIO_MAX_OWN_STATS) {
 		int rc = v ? -EINVAL : -ENOMEM;
 
 		free(v);
@@ -132,6 +146,14 @@ int virtio_mmio_create_backend(struct virtio_mmio **out, const struct virtio_bac
 	v->ops = ops;
 	v->be = be;
 	v->features = ops->features | TRANSPORT_FEATURES;
+	for (unsigned k = 0; k < ops->nr_stats; k++)
+		v->own_names[v->nr_own++] = ops->stat_names[k];
+	for (unsigned q = 0; ops->queue_names && q < ops->nr_queues; q++)
+		for (unsigned k = 0; k < 2; k++) {
+			snprintf(v->queue_stat[2 * q + k], sizeof(v->queue_stat[0]), "%s_%s",
+				 ops->queue_names[q], k ? "interrupts" : "notifications");
+			v->own_names[v->nr_own++] = v->queue_stat[2 * q + k];
+		}
 	for (int k = 0; k < NR_LOGS; k++)
 		v->log[k].rl = (struct ratelimit)RATELIMIT_INIT(1000000000ULL, 10);
 	*out = v;
@@ -149,11 +171,20 @@ void virtio_mmio_destroy(struct virtio_mmio *v)
 
 unsigned virtio_mmio_backend_counters(struct virtio_mmio *v, const char *const **names, uint64_t *values)
 {
+	unsigned nb = v->ops->nr_stats;
+
 	if (names)
-		*names = v->ops->stat_names;
-	if (values && v->ops->nr_stats)
+		*names = v->own_names;
+	if (!values)
+		return v->nr_own;
+	if (nb)
 		v->ops->read_stats(v->be, values);
-	return v->ops->nr_stats;
+	for (unsigned k = nb; k < v->nr_own; k++) {
+		const struct virtio_queue_counters *qc = &v->qc[(k - nb) / 2];
+
+		values[k] = __atomic_load_n((k - nb) % 2 ? &qc->interrupts : &qc->notifies, __ATOMIC_RELAXED);
+	}
+	return v->nr_own;
 }
 
 unsigned virtio_mmio_nr_queues(const struct virtio_mmio *v)
@@ -197,6 +228,13 @@ static void raise_int(struct virtio_mmio *v, uint32_t bits)
 	COUNT(v, interrupts);
 	if (v->host.pulse_irq)
 		v->host.pulse_irq(v->host.opaque);
+}
+
+/* Queue qi has new used buffers the driver wants to hear of. */
+static void raise_used(struct virtio_mmio *v, unsigned qi)
+{
+	__atomic_add_fetch(&v->qc[qi].interrupts, 1, __ATOMIC_RELAXED);
+	raise_int(v, INT_USED);
 }
 
 /* The driver broke a rule the device cannot work around: it stops until reset (2.1.2). */
@@ -357,7 +395,7 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		}
 	}
 	if (vq_need_notify(q, &v->host, event_idx, old_used))
-		raise_int(v, INT_USED);
+		raise_used(v, qi);
 	if (!budget && v->host.notify_queue)
 		v->host.notify_queue(v->host.opaque, qi); /* more may wait: after the others */
 }
@@ -390,7 +428,7 @@ void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
 		if (pushed[i] &&
 		    vq_need_notify(&v->q[i], &v->host, v->st.drv_features & F_EVENT_IDX, old_used[i]))
-			raise_int(v, INT_USED);
+			raise_used(v, i);
 	pthread_mutex_unlock(&v->lock);
 }
 
@@ -414,7 +452,7 @@ void *virtio_mmio_backend(struct virtio_mmio *v, const struct virtio_backend_ops
 void virtio_mmio_serve(struct virtio_mmio *v, unsigned qi)
 {
 	pthread_mutex_lock(&v->lock);
-	COUNT(v, notifies);
+	count_notify(v, qi);
 	if (can_serve(v, qi))
 		serve(v, qi);
 	pthread_mutex_unlock(&v->lock);
@@ -441,7 +479,7 @@ static void notify(struct virtio_mmio *v, uint32_t qi)
 		v->host.notify_queue(v->host.opaque, qi);
 		return;
 	}
-	COUNT(v, notifies);
+	count_notify(v, qi);
 	if (can_serve(v, qi))
 		serve(v, qi);
 }
@@ -571,6 +609,11 @@ void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st)
 	pthread_mutex_lock(&v->lock);
 	*st = v->st;
 	copy_counters(&st->c, &v->c);
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
+		st->qc[i] =
+			(struct virtio_queue_counters){ __atomic_load_n(&v->qc[i].notifies, __ATOMIC_RELAXED),
+							__atomic_load_n(&v->qc[i].interrupts,
+									__ATOMIC_RELAXED) };
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		const struct virtq *q = &v->q[i];
 
@@ -612,8 +655,13 @@ int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
 	}
 	pthread_mutex_lock(&v->lock);
 	v->st = *st;
-	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c */
+	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c and v->qc */
+	memset(v->st.qc, 0, sizeof(v->st.qc));
 	copy_counters(&v->c, &st->c);
+	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
+		__atomic_store_n(&v->qc[i].notifies, st->qc[i].notifies, __ATOMIC_RELAXED);
+		__atomic_store_n(&v->qc[i].interrupts, st->qc[i].interrupts, __ATOMIC_RELAXED);
+	}
 	memcpy(v->q, q, sizeof(q));
 	if ((v->st.status & S_DRIVER_OK) && v->ops->activate)
 		v->ops->activate(v->be, v->st.drv_features);

@@ -153,6 +153,9 @@ static void net_read_stats(void *be, uint64_t *values)
 		values[i] = __atomic_load_n(&c[i], __ATOMIC_RELAXED);
 }
 
+/* Queue 0 receives, queue 1 transmits: virtio.netN.rx_notifications, ... */
+static const char *const net_queue_names[] = { "rx", "tx" };
+
 static const struct virtio_backend_ops net_ops = {
 	.name = "virtio-net",
 	.device_id = 1,
@@ -166,6 +169,7 @@ static const struct virtio_backend_ops net_ops = {
 	.nr_stats = sizeof(net_stat_names) / sizeof(net_stat_names[0]),
 	.stat_names = net_stat_names,
 	.read_stats = net_read_stats,
+	.queue_names = net_queue_names,
 };
 
 /* A unicast MAC that is not all zeros. */

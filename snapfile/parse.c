@@ -227,6 +227,8 @@ static void r_field(struct fdtr *r, int node, const struct snap_field *f, void *
 	uint16_t u16;
 	bool bo;
 
+	if (f->optional && !fdt_getprop(r->blob, node, f->name, NULL))
+		return; /* the state starts zeroed */
 	switch (f->type) {
 	case SNAP_F_U8:
 		*at = (uint8_t)r_u32(r, node, f->name, r_max(f, 0xff));

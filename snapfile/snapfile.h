@@ -40,12 +40,18 @@ struct snap_field {
 	uint16_t count;	  /* SNAP_F_U64S: elements; SNAP_F_BYTES: capacity */
 	uint16_t len_off; /* SNAP_F_BYTES: offset of its uint16_t length */
 	uint64_t max;	  /* SNAP_F_U8/U16/U32: the largest value the parser accepts */
+	bool optional;	  /* added to its part later: absent (an older writer's file) reads as 0 */
 };
 
 /* One field of `st`, a struct of type T: SNAP_FIELD(T, "name", SNAP_F_U32, member, max). */
 #define SNAP_FIELD(T, prop, type, member, max)                   \
 	{                                                        \
 		(prop), (type), offsetof(T, member), 0, 0, (max) \
+	}
+/* A field added to a part after the part's first version: 0 when an older snapshot lacks it. */
+#define SNAP_FIELD_OPT(T, prop, type, member, max)                     \
+	{                                                              \
+		(prop), (type), offsetof(T, member), 0, 0, (max), true \
 	}
 #define SNAP_FIELD_U64S(T, prop, member)                                                                    \
 	{                                                                                                   \

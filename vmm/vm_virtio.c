@@ -89,6 +89,8 @@ static const char *const counter_names[VM_VIRTIO_NR_STATS] = {
 };
 _Static_assert(sizeof(struct virtio_counters) == VM_VIRTIO_NR_STATS * sizeof(uint64_t),
 	       "one statistics field per counter");
+_Static_assert(VM_VIRTIO_MAX_STATS == VM_VIRTIO_NR_STATS + VIRTIO_MAX_OWN_STATS,
+	       "room for every device's own");
 
 /* A disk's own (struct virtio_blk_counters but the instant in-flight count and "other"). */
 static const char *const blk_counter_names[VM_VIRTIO_NR_BLK_STATS] = {
@@ -640,13 +642,21 @@ void vm_virtio_log(const struct vm_virtio *vv)
 			       b[9], b[10]);
 		}
 		if (vv->dev[i].tap) {
+			/* the backend's six, then rx and tx: notifications, interrupts */
+			uint64_t own[VIRTIO_MAX_OWN_STATS] = { 0 };
 			struct virtio_net_counters nc;
+			const uint64_t *q = own + sizeof(nc) / sizeof(uint64_t);
 
-			virtio_mmio_backend_counters(vv->dev[i].dev, NULL, (uint64_t *)&nc);
+			virtio_mmio_backend_counters(vv->dev[i].dev, NULL, own);
+			memcpy(&nc, own, sizeof(nc));
 			vm_log("%s: received %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64
 			       " dropped; sent %" PRIu64 " frames, %" PRIu64 " bytes, %" PRIu64 " errors",
 			       vv->dev[i].win.name, nc.rx_packets, nc.rx_bytes, nc.rx_dropped, nc.tx_packets,
 			       nc.tx_bytes, nc.tx_errors);
+			vm_log("%s: receive queue %" PRIu64 " notifications, %" PRIu64
+			       " interrupts; transmit queue %" PRIu64 " notifications, %" PRIu64
+			       " interrupts",
+			       vv->dev[i].win.name, q[0], q[1], q[2], q[3]);
 		}
 	}
 }

@@ -91,7 +91,7 @@ int vm_virtio_start(struct vm_virtio *vv, enum seccomp_mode mode, struct errbuf 
 /* Statistics fields per device, in the VM record (docs/stats-abi.md): virtio.<dev>.<counter>. */
 #define VM_VIRTIO_NR_STATS 7	  /* the transport's, every device */
 #define VM_VIRTIO_NR_BLK_STATS 11 /* a disk's own, after those */
-#define VM_VIRTIO_MAX_STATS 16	  /* the transport's and the backend's own (virtio-net: 6 more) */
+#define VM_VIRTIO_MAX_STATS 19	  /* the transport's and the device's own (virtio-net: 6 more, 4 per queue) */
 /*
  * The VM record's fields for the devices' counters: names (whether each
  * counts bytes, whether it is a peak) for vm_stats_extra:

@@ -149,11 +149,22 @@ static uint32_t used_len(uint32_t base, unsigned slot)
 	return *(uint32_t *)(ram + base + 0x800 + 4 + 8 * slot + 4);
 }
 
+/* The device's own counters: the backend's six, then rx and tx notifications and interrupts. */
+static void own(uint64_t out[10])
+{
+	uint64_t all[VIRTIO_MAX_OWN_STATS];
+
+	cr_assert_eq(virtio_mmio_backend_counters(v, NULL, all), 10);
+	memcpy(out, all, 10 * sizeof(uint64_t));
+}
+
 static struct virtio_net_counters ncounters(void)
 {
 	struct virtio_net_counters c;
+	uint64_t all[10];
 
-	cr_assert_eq(virtio_mmio_backend_counters(v, NULL, (uint64_t *)&c), 6);
+	own(all);
+	memcpy(&c, all, sizeof(c));
 	return c;
 }
 
@@ -326,6 +337,44 @@ Test(virtio_net, notifications_before_the_queues_are_ready_do_nothing)
 	cr_assert_eq(rx_calls + tx_calls, 0);
 }
 
+/* Each queue's notifications and interrupts, named after it, beside the device's totals. */
+Test(virtio_net, counters_per_queue)
+{
+	const char *const *names;
+	static const char *const want[10] = { "rx_packets",	  "rx_bytes",	   "rx_dropped",
+					      "tx_packets",	  "tx_bytes",	   "tx_errors",
+					      "rx_notifications", "rx_interrupts", "tx_notifications",
+					      "tx_interrupts" };
+	struct virtio_counters c;
+	uint64_t o[10];
+
+	cr_assert_eq(virtio_mmio_backend_counters(v, &names, NULL), 10);
+	for (unsigned i = 0; i < 10; i++)
+		cr_assert_str_eq(names[i], want[i]);
+	up(1u << 5);
+	/* two transmits, each its notification (the second by the register, the first by the eventfd path) */
+	desc(TXQ_BASE, 0, BUFS, 60, false, false);
+	avail(TXQ_BASE, 0);
+	virtio_mmio_serve(v, 1);
+	desc(TXQ_BASE, 1, BUFS, 60, false, false);
+	avail(TXQ_BASE, 1);
+	wr(0x50, 1);
+	/* a receive buffer posted (notified), then a frame the tap gives (no notification) */
+	rx_len = 60;
+	desc(RXQ_BASE, 0, BUFS, 1526, true, false);
+	avail(RXQ_BASE, 0);
+	virtio_mmio_serve(v, 0);
+	own(o);
+	cr_assert_eq(o[3], 2, "two frames sent");
+	cr_assert_eq(o[6], 1, "rx notifications");
+	cr_assert_eq(o[7], 1, "rx interrupts: the frame");
+	cr_assert_eq(o[8], 2, "tx notifications");
+	cr_assert_eq(o[9], 2, "tx interrupts: one per used buffer here (no EVENT_IDX)");
+	virtio_mmio_get_counters(v, &c);
+	cr_assert_eq(c.notifies, o[6] + o[8], "the device's total is the queues' sum");
+	cr_assert_eq(c.interrupts, o[7] + o[9]);
+}
+
 Test(virtio_net, save_and_load_keep_state_and_counters)
 {
 	struct virtio_net_state st, st2;
@@ -346,6 +395,13 @@ Test(virtio_net, save_and_load_keep_state_and_counters)
 	cr_assert_eq(offloads_set, 0, "DRIVER_OK: the offloads (none taken) applied again");
 	cr_assert_eq(rd(0x70), 0xf);
 	cr_assert_eq(ncounters().rx_packets, 1);
+	cr_assert_eq(st.t.qc[0].interrupts, 1, "the queue's counters are saved");
+	{
+		uint64_t o[10];
+
+		own(o);
+		cr_assert_eq(o[7], 1, "and continue after the load");
+	}
 	virtio_net_save(v, &st2);
 	cr_assert_eq(memcmp(&st, &st2, sizeof(st)), 0);
 	st.mac[5] ^= 1;

@@ -92,14 +92,16 @@ static const struct snap_part kbd_part = { "i8042", sizeof(struct kbd), kbd_fiel
 struct cfg {
 	uint16_t selector;
 	uint32_t offset;
+	uint32_t later; /* a field added to the part later: optional */
 };
 
 static const struct snap_field cfg_fields[] = {
 	SNAP_FIELD(struct cfg, "selector", SNAP_F_U16, selector, 0xffff),
 	SNAP_FIELD(struct cfg, "offset", SNAP_F_U32, offset, UINT32_MAX),
+	SNAP_FIELD_OPT(struct cfg, "later", SNAP_F_U32, later, 100),
 };
 static const struct snap_part cfg_part = {
-	"fw_cfg@510", sizeof(struct cfg), cfg_fields, 2, SNAP_PART_OPTIONAL, NULL, NULL
+	"fw_cfg@510", sizeof(struct cfg), cfg_fields, 3, SNAP_PART_OPTIONAL, NULL, NULL
 };
 
 struct caps {
@@ -198,7 +200,7 @@ static struct snap *sample(unsigned n)
 	uart.hist[0] = 5;
 	uart.hist[2] = 0xffffffffffULL;
 	kbd = (struct kbd){ .pending = 0x60 };
-	cfg = (struct cfg){ .selector = 0x19, .offset = 3 };
+	cfg = (struct cfg){ .selector = 0x19, .offset = 3, .later = 7 };
 	caps = (struct caps){ .nr = 2, .avail = { 0xf0, 1 } };
 	vm_stats = (struct snap_stats){ 1, { { "exits_total", 99 } } };
 	s->dev[0] = &uart;
@@ -270,6 +272,7 @@ Test(snapfmt, round_trip)
 	cr_assert_eq(memcmp(p->dev[1], &kbd, sizeof(kbd)), 0);
 	cr_assert_eq(((const struct cfg *)p->dev[2])->selector, 0x19);
 	cr_assert_eq(((const struct cfg *)p->dev[2])->offset, 3);
+	cr_assert_eq(((const struct cfg *)p->dev[2])->later, 7);
 	cr_assert_eq(p->cpuid_hide, CPUID_HIDE_XSAVE | CPUID_HIDE_CX16);
 	cr_assert_eq(p->cpuid_add, CPUID_ADD_TSC_DEADLINE);
 	cr_assert(memcmp(p->vm[0], &caps, sizeof(caps)) == 0);
@@ -552,6 +555,29 @@ Test(snapfmt, no_single_byte_change_crashes_the_parser)
 	}
 	cr_assert_gt(refused, 0);
 	cr_log_info("%u changed files parsed, %u refused", ok, refused);
+	free(c);
+	free(blob);
+	free(s);
+	free(p);
+}
+
+/* A field added to a part later (SNAP_FIELD_OPT): absent reads as 0, present is checked as any other. */
+Test(snapfmt, optional_fields_of_a_part)
+{
+	struct snap *s = sample(1), *p = calloc(1, sizeof(*p));
+	struct errbuf err;
+	size_t len;
+	void *blob = build(s, &len), *c = editable(blob, len);
+
+	cr_assert_eq(fdt_delprop(c, node(c, "/devices/fw_cfg@510"), "later"), 0);
+	cr_assert_eq(snap_parse(c, resum(c), &schema, p, &err), 0, "%s", err.msg);
+	cr_assert_eq(((const struct cfg *)p->dev[2])->offset, 3, "the other fields are read");
+	cr_assert_eq(((const struct cfg *)p->dev[2])->later, 0, "an older writer's file: 0");
+	snap_fini(p);
+	snap_delete_and_expect(&schema, blob, len, "/devices/fw_cfg@510", "offset",
+			       "/devices/fw_cfg@510/offset: property missing");
+	set_and_expect(blob, len, "/devices/fw_cfg@510", "later", &(uint32_t){ cpu_to_fdt32(101) }, 4,
+		       "value out of range");
 	free(c);
 	free(blob);
 	free(s);

@@ -3,7 +3,8 @@
 # Snapshot and restore with virtio-net (docs/snapshot.md): the guest talks to the host's end of
 # the tap (ARP, ICMP echo), waits; the snapshot is taken and the VM stopped; the restored VM
 # re-opens the tap by the name the snapshot saved (no --net), keeps its MAC, its queues where
-# they were and its counters, and the guest's second exchange works. snapshot-info describes it.
+# they were and its counters (each queue's notifications and interrupts too, which add up to the
+# device's), and the guest's second exchange works. snapshot-info describes it.
 # cases: snap-virtio-net snap-virtio-net-restore
 . "$(dirname "$0")/../lib.sh"
 
@@ -19,6 +20,14 @@ grep -q 'PASS: first: ICMP echo 3 answered' "$T/net-a.out" || bad "the first exc
 "$PV" stat "$vmpid" --once --json >"$T/stat.json" 2>>"$T/$cur.err" || bad "perfvisor stat failed"
 "$JC" vm/virtio.net0.tx_packets=4 vm/virtio.net0.tx_errors=0 vm/virtio.net0.rx_dropped=0 <"$T/stat.json" 2>>"$T/$cur.err" ||
 	bad "statistics: $(grep -o '"virtio[^,]*' "$T/stat.json" | tr '\n' ' ')"
+# Each queue's notifications and interrupts (the guest is idle, waiting): the device's are their sums.
+rn=$("$JC" vm/virtio.net0.rx_notifications <"$T/stat.json"); tn=$("$JC" vm/virtio.net0.tx_notifications <"$T/stat.json")
+ri=$("$JC" vm/virtio.net0.rx_interrupts <"$T/stat.json"); ti=$("$JC" vm/virtio.net0.tx_interrupts <"$T/stat.json")
+dn=$("$JC" vm/virtio.net0.notifications <"$T/stat.json")
+echo "  (queues: rx ${rn:-?} notifications ${ri:-?} interrupts, tx ${tn:-?} notifications ${ti:-?} interrupts; the device's notifications ${dn:-?})"
+if [ -z "$tn" ] || [ -z "$ri" ] || [ -z "$dn" ] || [ "$tn" -lt 1 ] || [ "$ri" -lt 1 ] || [ $((rn + tn)) -ne "$dn" ]; then
+	bad "per-queue counters: rx $rn + tx $tn notifications, the device's $dn; rx interrupts $ri"
+fi
 "$PV" stats-check "$vmpid" >"$T/check.out" 2>&1 || bad "stats-check: $(tail -n 3 "$T/check.out")"
 snapshot "$T/n.sock" "$T/n.snap" stop
 stop_vm
@@ -31,4 +40,7 @@ expect_out 'PASS: second: ICMP echo 3 answered'
 expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_no_out 'first:'
 expect_err "virtio-net0: tap $tap, MAC 52:54:00:12:34:57"
 expect_err 'virtio-net0: received [1-9][0-9]* frames, [0-9]* bytes, 0 dropped; sent 8 frames'
+# The queues' counters continued: the second exchange's transmit kicks come on top of the first's.
+tn2=$(sed -n 's/.*virtio-net0: receive queue [0-9]* notifications, [0-9]* interrupts; transmit queue \([0-9]*\) notifications.*/\1/p' "$T/$cur.err")
+[ -n "$tn2" ] && [ -n "$tn" ] && [ "$tn2" -gt "$tn" ] || bad "transmit queue notifications: ${tn:-?} in the snapshot, ${tn2:-none} at the end"
 expect_clean; done_test
