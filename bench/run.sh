@@ -14,7 +14,7 @@
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
 # use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh),
-# BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (200, bench/disk.sh),
+# BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (2000, bench/disk.sh),
 # BENCH_NET_RUNS (3), BENCH_NET_MB (4 on a nested host, else 256, bench/net.sh), BUILD,
 # BENCH_ONLY (names from boot pmu profile snapshot seccomp linux disk net, separated by
 # commas or spaces: only those benchmarks; default all).
@@ -44,7 +44,7 @@ bash tests/integration/linux-initramfs.sh "$build" >/dev/null
 linux_runs=${BENCH_LINUX_RUNS:-3}
 disk_runs=${BENCH_DISK_RUNS:-3}
 disk_mb=${BENCH_DISK_MB:-256}
-disk_rand=${BENCH_DISK_RAND:-200}
+disk_rand=${BENCH_DISK_RAND:-2000}
 net_runs=${BENCH_NET_RUNS:-3}
 net_mb=${BENCH_NET_MB:-}
 qemu=$(command -v qemu-system-x86_64)
