@@ -23,6 +23,7 @@
 #include "perfvisor/multiboot.h"
 #include "perfvisor/pvh.h"
 #include "tests/unit/bzimage_fake.h"
+#include "tests/unit/gmem_fake.h"
 
 #define MEM (16ULL << 20)
 #define POISON 0x5a
@@ -36,10 +37,7 @@ static char dir[64];
 
 static void setup(void)
 {
-	struct errbuf e;
-
-	cr_assert_eq(gmem_init(&mem, MEM, &e), 0, "%s", e.msg);
-	memset(mem.hva, POISON, mem.size);
+	gmem_poisoned(&mem, MEM, POISON);
 	memset(img, 0, sizeof(img));
 	memset(&err, 0, sizeof(err));
 	strcpy(dir, "/tmp/pv-boot-XXXXXX");
@@ -61,8 +59,7 @@ TestSuite(boot, .init = setup, .fini = teardown);
 
 static void assert_untouched(uint64_t from, uint64_t to)
 {
-	for (uint64_t a = from; a < to; a++)
-		cr_assert_eq(mem.hva[a], POISON, "guest memory changed at 0x%llx", (unsigned long long)a);
+	gmem_assert_untouched(&mem, from, to, POISON);
 }
 
 static const char *file(const char *name, const void *data, size_t len)

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "perfvisor/bootinfo.h"
+#include "tests/unit/gmem_fake.h"
 
 #define MEM_SIZE GMEM_MIN_SIZE
 #define POISON 0x5a
@@ -118,10 +119,7 @@ static char tmpdir[64];
 
 static void setup(void)
 {
-	struct errbuf e;
-
-	cr_assert_eq(gmem_init(&mem, MEM_SIZE, &e), 0, "%s", e.msg);
-	memset(mem.hva, POISON, mem.size);
+	gmem_poisoned(&mem, MEM_SIZE, POISON);
 	memset(&err, 0, sizeof(err));
 	memset(&info, 0xee, sizeof(info));
 	tmpdir[0] = '\0';

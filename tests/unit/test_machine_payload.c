@@ -20,6 +20,7 @@
 
 #include "perfvisor/legacy_boot.h"
 #include "tests/unit/bzimage_fake.h"
+#include "tests/unit/gmem_fake.h"
 
 #define MEM (16ULL << 20)
 #define POISON 0x5a
@@ -38,10 +39,7 @@ static struct loader_linux lx;
 
 static void setup(void)
 {
-	struct errbuf e;
-
-	cr_assert_eq(gmem_init(&mem, MEM, &e), 0, "%s", e.msg);
-	memset(mem.hva, POISON, mem.size);
+	gmem_poisoned(&mem, MEM, POISON);
 	memset(img, 0, sizeof(img));
 	memset(&err, 0, sizeof(err));
 }
@@ -57,8 +55,7 @@ TestSuite(payload, .init = setup, .fini = teardown);
 
 static void assert_untouched(uint64_t from, uint64_t to)
 {
-	for (uint64_t a = from; a < to; a++)
-		cr_assert_eq(mem.hva[a], POISON, "guest memory changed at 0x%llx", (unsigned long long)a);
+	gmem_assert_untouched(&mem, from, to, POISON);
 }
 
 /* A static ELF64 x86-64 with one executable PT_LOAD at `paddr` (vaddr in the kernel's map). */
