@@ -197,19 +197,19 @@ const char *virtio_mmio_name(const struct virtio_mmio *v)
 	return v->ops->name;
 }
 
-/* Copy counters field by field, each atomically (struct virtio_counters is all uint64_t). */
-static void copy_counters(struct virtio_counters *to, const struct virtio_counters *from)
+/* Copy counters (structs of uint64_t only, len bytes), each read and written atomically. */
+static void copy_counters(void *to, const void *from, size_t len)
 {
-	const uint64_t *in = (const uint64_t *)from;
-	uint64_t *o = (uint64_t *)to;
+	const uint64_t *in = from;
+	uint64_t *o = to;
 
-	for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+	for (size_t i = 0; i < len / sizeof(uint64_t); i++)
 		__atomic_store_n(&o[i], __atomic_load_n(&in[i], __ATOMIC_RELAXED), __ATOMIC_RELAXED);
 }
 
 void virtio_mmio_get_counters(struct virtio_mmio *v, struct virtio_counters *out)
 {
-	copy_counters(out, &v->c);
+	copy_counters(out, &v->c, sizeof(v->c));
 }
 
 /* ---- status and reset ------------------------------------------------------------ */
@@ -608,12 +608,8 @@ void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st)
 {
 	pthread_mutex_lock(&v->lock);
 	*st = v->st;
-	copy_counters(&st->c, &v->c);
-	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
-		st->qc[i] =
-			(struct virtio_queue_counters){ __atomic_load_n(&v->qc[i].notifies, __ATOMIC_RELAXED),
-							__atomic_load_n(&v->qc[i].interrupts,
-									__ATOMIC_RELAXED) };
+	copy_counters(&st->c, &v->c, sizeof(v->c));
+	copy_counters(st->qc, v->qc, sizeof(v->qc));
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
 		const struct virtq *q = &v->q[i];
 
@@ -657,11 +653,8 @@ int virtio_mmio_load(struct virtio_mmio *v, const struct virtio_mmio_state *st)
 	v->st = *st;
 	memset(&v->st.c, 0, sizeof(v->st.c)); /* the live counters are v->c and v->qc */
 	memset(v->st.qc, 0, sizeof(v->st.qc));
-	copy_counters(&v->c, &st->c);
-	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++) {
-		__atomic_store_n(&v->qc[i].notifies, st->qc[i].notifies, __ATOMIC_RELAXED);
-		__atomic_store_n(&v->qc[i].interrupts, st->qc[i].interrupts, __ATOMIC_RELAXED);
-	}
+	copy_counters(&v->c, &st->c, sizeof(v->c));
+	copy_counters(v->qc, st->qc, sizeof(v->qc));
 	memcpy(v->q, q, sizeof(q));
 	if ((v->st.status & S_DRIVER_OK) && v->ops->activate)
 		v->ops->activate(v->be, v->st.drv_features);
