@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <linux/kvm.h>
+#include <stdio.h>
 #include <string.h>
 
 #define CPUID_AUTHENTICAMD_EBX 0x68747541u /* "Auth" */
@@ -143,9 +144,21 @@ static const struct {
 	{ "tsc-deadline", CPUID_HIDE_TSC_DEADLINE },
 };
 
+/* "xsave, cmpxchg16b, ...": the names above, for the messages. */
+static const char *hide_known(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sizeof(hide_names) / sizeof(hide_names[0]) && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : "", hide_names[i].name);
+	return buf;
+}
+
 int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err)
 {
 	const char *p = list;
+	char known[96];
 
 	*mask = 0;
 	while (*p) {
@@ -158,17 +171,15 @@ int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err)
 				found = true;
 			}
 		if (!found)
-			return errbuf_set(
-				err, -EINVAL,
-				"--cpuid-hide: unknown feature '%.*s' (known: xsave, cmpxchg16b, tsc-deadline)",
-				(int)n, p);
+			return errbuf_set(err, -EINVAL, "--cpuid-hide: unknown feature '%.*s' (known: %s)",
+					  (int)n, p, hide_known(known, sizeof(known)));
 		p += n;
 		if (*p == ',')
 			p++;
 	}
 	if (!*mask)
-		return errbuf_set(err, -EINVAL,
-				  "--cpuid-hide needs a feature list (xsave, cmpxchg16b, tsc-deadline)");
+		return errbuf_set(err, -EINVAL, "--cpuid-hide needs a feature list (%s)",
+				  hide_known(known, sizeof(known)));
 	return 0;
 }
 
