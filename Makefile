@@ -219,7 +219,7 @@ FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
 FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/payload.c \
-	machine/gmem.c util/util.c pmu/symbols.c elf/elf.c elf/elf_sym.c
+	machine/gmem.c util/util.c pmu/symbols.c pmu/kallsyms.c elf/elf.c elf/elf_sym.c
 FUZZ_OPTS_loaders := $(LIBS_machine)
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=

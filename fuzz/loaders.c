@@ -5,7 +5,8 @@
  * and the Linux bzImage (its payload decompressed on the host and its vmlinux
  * loaded, and the guest path). A hostile file must be refused or loaded inside
  * guest RAM (4 MiB, checked through gmem_hva), never crash. The profiler's
- * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text) too;
+ * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text;
+ * pmu/kallsyms.c: a Linux kernel's own tables, found by their shape) too;
  * every ELF is read through elf/.
  */
 #include <stdint.h>
@@ -45,6 +46,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		loader_load_linux(data, size, &mem, LOADER_DECOMPRESS_GUEST, &lx, &err);
 	}
 	if (prof_symtab_load_elf(&syms, data, size, &err) == 0) {
+		prof_symtab_find(&syms, entry);
+		prof_symtab_fini(&syms);
+	}
+	if (prof_symtab_load_kallsyms(&syms, data, size, &err) == 0) {
+		prof_symtab_set_slide(&syms, syms.anchor + PROF_SLIDE_ALIGN);
 		prof_symtab_find(&syms, entry);
 		prof_symtab_fini(&syms);
 	}

@@ -99,19 +99,25 @@ static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload f
 	return 0;
 }
 
-int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
-		      struct loader_linux *out, struct errbuf *err)
+/* A bzImage's setup header, checked, and where its payload is. */
+struct bzimage {
+	struct setup_header h;
+	size_t hdr_len;
+	uint64_t setup_len, kernel_len;
+	const uint8_t *payload; /* NULL: none */
+	enum loader_payload fmt;
+	const char *name; /* the payload's format, for messages */
+};
+
+static int parse_bzimage(const void *image, size_t size, struct bzimage *b, struct errbuf *err)
 {
 	const uint8_t *p = image;
 	struct setup_header h;
-	uint64_t setup_len, kernel_len;
-	enum loader_payload fmt = LOADER_PAYLOAD_NONE;
-	const char *name = "none";
 	size_t hdr_len;
-	bool decodable;
-	int rc;
 
-	memset(out, 0, sizeof(*out));
+	memset(b, 0, sizeof(*b));
+	b->fmt = LOADER_PAYLOAD_NONE;
+	b->name = "none";
 	if (!loader_is_bzimage(image, size))
 		return errbuf_set(err, -ENOEXEC, "not a Linux bzImage (no \"HdrS\" at offset 0x202)");
 	/* The header's length is given by the jump at 0x200: 0x202 + its byte offset. */
@@ -136,41 +142,82 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loa
 	if (!(h.xloadflags & XLF_KERNEL_64))
 		return errbuf_set(err, -ENOEXEC,
 				  "bzImage has no 64-bit entry point (xloadflags bit 0): a 32-bit kernel");
-	setup_len = ((uint64_t)(h.setup_sects ? h.setup_sects : 4) + 1) * 512;
-	if (setup_len >= size)
+	b->setup_len = ((uint64_t)(h.setup_sects ? h.setup_sects : 4) + 1) * 512;
+	if (b->setup_len >= size)
 		return errbuf_set(err, -ENOEXEC,
 				  "truncated bzImage: %" PRIu64 " bytes of setup code, the file has %zu",
-				  setup_len, size);
-	kernel_len = size - setup_len;
+				  b->setup_len, size);
+	b->kernel_len = size - b->setup_len;
 	/* payload_offset counts from the protected-mode part's start (boot protocol 2.08). */
 	if (h.payload_length) {
-		if (h.payload_offset > kernel_len || h.payload_length > kernel_len - h.payload_offset)
+		if (h.payload_offset > b->kernel_len || h.payload_length > b->kernel_len - h.payload_offset)
 			return errbuf_set(err, -ENOEXEC,
 					  "truncated bzImage: its payload (0x%x bytes at 0x%x) runs past the "
 					  "end of the file",
 					  h.payload_length, h.payload_offset);
-		fmt = loader_payload_format(p + setup_len + h.payload_offset, h.payload_length, &name);
+		b->payload = p + b->setup_len + h.payload_offset;
+		b->fmt = loader_payload_format(b->payload, h.payload_length, &b->name);
 	}
-	out->hdr_len = (uint32_t)hdr_len;
-	memcpy(out->hdr, &h, hdr_len);
+	b->h = h;
+	b->hdr_len = hdr_len;
+	return 0;
+}
+
+static bool decodable(enum loader_payload fmt)
+{
+	return fmt != LOADER_PAYLOAD_NONE && fmt != LOADER_PAYLOAD_OTHER;
+}
+
+int loader_linux_vmlinux(const void *image, size_t size, uint64_t cap, void **elf, size_t *len,
+			 struct errbuf *err)
+{
+	struct bzimage b;
+	int rc = parse_bzimage(image, size, &b, err);
+
+	*elf = NULL;
+	*len = 0;
+	if (rc)
+		return rc;
+	if (!decodable(b.fmt))
+		return errbuf_set(err, -ENOTSUP,
+				  "the bzImage's payload is %s; perfvisor decodes xz, gzip and zstd",
+				  b.fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : b.name);
+	if (b.h.init_size && b.h.init_size < cap)
+		cap = b.h.init_size;
+	return loader_decompress(b.fmt, b.payload, b.h.payload_length, cap, elf, len, err);
+}
+
+int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
+		      struct loader_linux *out, struct errbuf *err)
+{
+	const uint8_t *p = image;
+	struct bzimage b;
+	struct setup_header h;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = parse_bzimage(image, size, &b, err);
+	if (rc)
+		return rc;
+	h = b.h;
+	out->hdr_len = (uint32_t)b.hdr_len;
+	memcpy(out->hdr, &h, b.hdr_len);
 	out->version = h.version;
 	out->initrd_addr_max = h.initrd_addr_max ? h.initrd_addr_max : 0x37ffffff;
 	out->cmdline_size = h.version >= 0x0206 && h.cmdline_size ? h.cmdline_size : 255;
-	decodable = fmt != LOADER_PAYLOAD_NONE && fmt != LOADER_PAYLOAD_OTHER;
-	if (how == LOADER_DECOMPRESS_HOST && !decodable)
+	if (how == LOADER_DECOMPRESS_HOST && !decodable(b.fmt))
 		return errbuf_set(err, -ENOTSUP,
 				  "--kernel-decompress host: the bzImage's payload is %s; perfvisor decodes "
 				  "xz, gzip and zstd (use --kernel-decompress guest)",
-				  fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : name);
-	if (how != LOADER_DECOMPRESS_GUEST && decodable)
-		return load_host(p + setup_len + h.payload_offset, h.payload_length, fmt, name, &h, mem, out,
-				 err);
-	rc = load_guest(p + setup_len, kernel_len, &h, mem, out, err);
-	if (!rc && fmt == LOADER_PAYLOAD_NONE)
+				  b.fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : b.name);
+	if (how != LOADER_DECOMPRESS_GUEST && decodable(b.fmt))
+		return load_host(b.payload, h.payload_length, b.fmt, b.name, &h, mem, out, err);
+	rc = load_guest(p + b.setup_len, b.kernel_len, &h, mem, out, err);
+	if (!rc && b.fmt == LOADER_PAYLOAD_NONE)
 		snprintf(out->how, sizeof(out->how), "no compressed payload: entry 0x%" PRIx64, out->entry64);
 	else if (!rc)
 		snprintf(out->how, sizeof(out->how),
-			 "%s payload decompressed in the guest: entry 0x%" PRIx64 " (the decompressor)", name,
-			 out->entry64);
+			 "%s payload decompressed in the guest: entry 0x%" PRIx64 " (the decompressor)",
+			 b.name, out->entry64);
 	return rc;
 }

@@ -215,6 +215,14 @@ bool loader_is_bzimage(const void *image, size_t size);
  */
 int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
 		      struct loader_linux *out, struct errbuf *err);
+/*
+ * A bzImage's vmlinux: its payload (xz, gzip or zstd) decompressed into a new
+ * malloc()ed buffer of at most cap bytes (and the kernel's init_size). 0,
+ * -ENOEXEC (not a bzImage), -ENOTSUP (a payload only the kernel's own
+ * decompressor reads), or the decoder's error, with one line. Pure.
+ */
+int loader_linux_vmlinux(const void *image, size_t size, uint64_t cap, void **elf, size_t *len,
+			 struct errbuf *err);
 
 /* ---- host kind (host.c) ---------------------------------------------------- */
 /* What kind of KVM host this is; the guest gets it in its boot information. */

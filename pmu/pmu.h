@@ -331,8 +331,19 @@ struct prof_sym {
 struct prof_symtab {
 	struct prof_sym *sym;
 	size_t n;
-	char source[64]; /* "ELF .symtab", "System.map", "none" */
+	char source[64]; /* "ELF .symtab", "System.map", "kallsyms", "none" */
+	/*
+	 * A Linux guest whose kernel chose its own address (KASLR): anchor is
+	 * where the table says PROF_SLIDE_ANCHOR was linked (0: not in the
+	 * table), slide what the guest's MSR_LSTAR, which holds it, says the
+	 * kernel moved by. Lookups subtract the slide. Set once by a vCPU
+	 * thread, read by the main thread: atomics.
+	 */
+	uint64_t anchor, slide;
+	bool slide_known;
 };
+#define PROF_SLIDE_ANCHOR "entry_SYSCALL_64"
+#define PROF_SLIDE_ALIGN 0x200000ULL
 
 /*
  * Load the function symbols of an ELF image (.symtab, ELF32 i386 or ELF64
@@ -343,7 +354,23 @@ struct prof_symtab {
  */
 int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err);
 int prof_symtab_load_text(struct prof_symtab *t, const char *text, size_t len, struct errbuf *err);
+/*
+ * The text symbols of a Linux kernel's kallsyms tables, found in a vmlinux
+ * image (pmu/kallsyms.c): -ENOENT when the image has none, -EINVAL when
+ * what looks like them does not hold together.
+ */
+int prof_symtab_load_kallsyms(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err);
 void prof_symtab_fini(struct prof_symtab *t);
+/* For the loaders: append a symbol (0 or -ENOMEM), then sort once (duplicates dropped, anchor found). */
+int prof_symtab_add(struct prof_symtab *t, size_t *cap, uint64_t addr, uint64_t size, const char *name,
+		    size_t len);
+void prof_symtab_sort(struct prof_symtab *t);
+/*
+ * The guest's MSR_LSTAR (its kernel's entry_SYSCALL_64 where it runs): the
+ * slide from the anchor, kept if it is one KASLR can make. 0, -ENOENT (no
+ * anchor, or LSTAR not set yet), -EINVAL (not a KASLR slide: ignored).
+ */
+int prof_symtab_set_slide(struct prof_symtab *t, uint64_t lstar);
 /* The symbol containing addr, or NULL. */
 const struct prof_sym *prof_symtab_find(const struct prof_symtab *t, uint64_t addr);
 

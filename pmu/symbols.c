@@ -13,7 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int add(struct prof_symtab *t, size_t *cap, uint64_t addr, uint64_t size, const char *name, size_t len)
+int prof_symtab_add(struct prof_symtab *t, size_t *cap, uint64_t addr, uint64_t size, const char *name,
+		    size_t len)
 {
 	if (t->n == *cap) {
 		size_t ncap = *cap ? *cap * 2 : 256;
@@ -43,8 +44,7 @@ static int by_addr(const void *a, const void *b)
 	return x->size > y->size ? -1 : x->size < y->size;
 }
 
-/* Sort and drop duplicates at one address (the first, preferred, stays). */
-static void finish(struct prof_symtab *t)
+void prof_symtab_sort(struct prof_symtab *t)
 {
 	size_t out = 0;
 
@@ -58,6 +58,24 @@ static void finish(struct prof_symtab *t)
 		t->sym[out++] = t->sym[i];
 	}
 	t->n = out;
+	t->anchor = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (!strcmp(t->sym[i].name, PROF_SLIDE_ANCHOR))
+			t->anchor = t->sym[i].addr;
+}
+
+int prof_symtab_set_slide(struct prof_symtab *t, uint64_t lstar)
+{
+	uint64_t slide = lstar - t->anchor;
+
+	if (!t->anchor || !lstar)
+		return -ENOENT;
+	/* The kernel moves by whole 2 MiB pages (CONFIG_PHYSICAL_ALIGN), within the 1 GiB window. */
+	if (slide % PROF_SLIDE_ALIGN || (slide + (1ULL << 30)) > (2ULL << 30))
+		return -EINVAL;
+	__atomic_store_n(&t->slide, slide, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->slide_known, true, __ATOMIC_RELEASE);
+	return 0;
 }
 
 void prof_symtab_fini(struct prof_symtab *t)
@@ -108,13 +126,13 @@ int prof_symtab_load_elf(struct prof_symtab *t, const void *image, size_t len, s
 		/* A name outside its table is skipped, as an unnamed symbol is. */
 		if (!is_code_symbol(&s) || elf_str(&str, s.st_name, &name, &nlen, NULL) || !nlen)
 			continue;
-		rc = add(t, &cap, s.st_value, s.st_size, name, nlen);
+		rc = prof_symtab_add(t, &cap, s.st_value, s.st_size, name, nlen);
 		if (rc) {
 			prof_symtab_fini(t);
 			return errbuf_set(err, rc, "out of memory");
 		}
 	}
-	finish(t);
+	prof_symtab_sort(t);
 	if (t->n)
 		snprintf(t->source, sizeof(t->source), "ELF .symtab");
 	return 0;
@@ -167,7 +185,7 @@ int prof_symtab_load_text(struct prof_symtab *t, const char *text, size_t len, s
 					if (name[k] == '\t' || name[k] == ' ')
 						nlen = k;
 				if (nlen) {
-					rc = add(t, &cap, addr, 0, name, nlen);
+					rc = prof_symtab_add(t, &cap, addr, 0, name, nlen);
 					if (rc) {
 						prof_symtab_fini(t);
 						return errbuf_set(err, rc, "out of memory");
@@ -181,7 +199,7 @@ int prof_symtab_load_text(struct prof_symtab *t, const char *text, size_t len, s
 		return errbuf_set(
 			err, -EINVAL,
 			"no text symbols in it (%zu lines; want nm or System.map lines 'ADDR t NAME')", line);
-	finish(t);
+	prof_symtab_sort(t);
 	snprintf(t->source, sizeof(t->source), "System.map");
 	return 0;
 }
@@ -190,6 +208,8 @@ const struct prof_sym *prof_symtab_find(const struct prof_symtab *t, uint64_t ad
 {
 	size_t lo = 0, hi = t->n;
 
+	/* A guest address back to the address the symbols were linked at (KASLR). */
+	addr -= __atomic_load_n(&t->slide, __ATOMIC_RELAXED);
 	/* The last symbol at or below addr. */
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;

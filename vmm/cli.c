@@ -67,7 +67,7 @@ const char cli_run_usage[] =
 	"  --profile-output DIR where the profile goes at exit (must not exist; default\n"
 	"                       perfvisor-profile.PID); read it with perfvisor profile report DIR\n"
 	"  --symbols FILE       guest symbols for the profile: an ELF, System.map or nm output\n"
-	"                       (default: the kernel's own .symtab; none: addresses)\n"
+	"                       (default: the kernel's own .symtab, or a Linux kernel's kallsyms)\n"
 	"  --verbose            print setup details and per-vCPU exit counts to stderr\n"
 	"  --help               show this help\n"
 	"\n"

@@ -122,7 +122,7 @@ static const unsigned long vcpu_ioctls[] = {
 	KVM_GET_MP_STATE,      /* ... */
 	KVM_GET_XSAVE,	       /* ... */
 	KVM_GET_XSAVE2,	       /* ... */
-	KVM_GET_MSRS,	       /* ... */
+	KVM_GET_MSRS,	       /* snapshot; a Linux guest's MSR_LSTAR for a profile (KASLR) */
 	KVM_NMI,	       /* a PMI as NMI */
 	KVM_SIGNAL_MSI,	       /* a PMI as a vector */
 	KVM_IRQ_LINE,	       /* the UART's interrupt line */

@@ -38,6 +38,7 @@
 #define PTE_PRESENT 1ULL
 #define PTE_LARGE (1ULL << 7)
 #define PTE_ADDR 0x000ffffffffff000ULL
+#define MSR_LSTAR 0xc0000082 /* the 64-bit SYSCALL entry */
 
 /* One vCPU's sampling: its counters and ring. Its own thread, the ring's consumer aside. */
 struct prof_vcpu {
@@ -70,6 +71,7 @@ struct vm_profile {
 	const char *kernel; /* whose symbols */
 	bool sync_regs;	    /* KVM_CAP_SYNC_REGS: registers in kvm_run, no ioctl per sample */
 	bool sigio;	    /* PERFVISOR_PROFILE_SIGIO (tests): counters send plain SIGIO */
+	bool verbose;
 	const struct gmem *mem;
 	unsigned nr_vcpus;
 	struct prof_vcpu *v;
@@ -95,6 +97,53 @@ static int parent_writable(const char *dir)
 	else
 		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - dir), dir);
 	return access(parent, W_OK | X_OK) ? -errno : 0;
+}
+
+/*
+ * A Linux kernel without a symbol table (a stripped vmlinux): the symbols
+ * of its kallsyms tables. Not a Linux kernel (no tables): an empty table.
+ */
+static int kallsyms_of_vmlinux(struct prof_symtab *t, const void *elf, size_t len, struct errbuf *err)
+{
+	int rc = prof_symtab_load_kallsyms(t, elf, len, err);
+
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* A bzImage: its payload decompressed on the host, and the kallsyms of that vmlinux. */
+static int kallsyms_of_bzimage(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err)
+{
+	void *elf;
+	size_t n;
+	int rc = loader_linux_vmlinux(image, len, 1ULL << 30, &elf, &n, err);
+
+	if (rc == -ENOTSUP)
+		return 0; /* a payload only its own decompressor reads: addresses */
+	if (!rc)
+		rc = kallsyms_of_vmlinux(t, elf, n, err);
+	free(elf);
+	return rc;
+}
+
+/*
+ * On a vCPU thread: where the guest's kernel runs, once it knows (KASLR).
+ * MSR_LSTAR holds its entry_SYSCALL_64 from the first CPU's setup on.
+ */
+static void learn_slide(struct vm_profile *p, struct prof_vcpu *v)
+{
+	struct {
+		struct kvm_msrs h;
+		struct kvm_msr_entry e;
+	} m = { .h.nmsrs = 1, .e.index = MSR_LSTAR };
+
+	if (!p->syms.anchor || __atomic_load_n(&p->syms.slide_known, __ATOMIC_ACQUIRE))
+		return;
+	if (ioctl(v->fd, KVM_GET_MSRS, &m) != 1 || prof_symtab_set_slide(&p->syms, m.e.data) != 0)
+		return;
+	if (p->verbose)
+		vm_log("profile: the guest kernel runs at %+" PRId64 " MiB from its link address (KASLR; "
+		       "%s at 0x%" PRIx64 ")",
+		       (int64_t)p->syms.slide / (1 << 20), PROF_SLIDE_ANCHOR, (uint64_t)m.e.data);
 }
 
 int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *cfg, struct errbuf *err)
@@ -134,7 +183,11 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 		rc = prof_symtab_load_elf(&p->syms, buf, len, err);
 	else if (!rc && cfg->symbols)
 		rc = prof_symtab_load_text(&p->syms, buf, len, err);
-	/* else a bzImage or flat kernel has no symbols: samples show addresses */
+	else if (!rc && loader_is_bzimage(buf, len))
+		rc = kallsyms_of_bzimage(&p->syms, buf, len, err);
+	/* else a flat kernel has no symbols: samples show addresses */
+	if (!rc && !p->syms.n && !cfg->symbols && loader_is_elf(buf, len))
+		rc = kallsyms_of_vmlinux(&p->syms, buf, len, err);
 	free(buf);
 	if (rc) {
 		loader_prefix_error(err, cfg->symbols ? "--symbols" : "kernel", symfile);
@@ -157,6 +210,7 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 	 * thread's real-time signal queue is full, so that path is tested.
 	 */
 	p->sigio = getenv("PERFVISOR_PROFILE_SIGIO") != NULL;
+	p->verbose = cfg->verbose;
 	/* KVM copies the registers into kvm_run at every exit: a sample then costs no ioctl. */
 	rc = ioctl(cfg->kvm->fd, KVM_CHECK_EXTENSION, KVM_CAP_SYNC_REGS);
 	p->sync_regs = rc > 0 && (rc & (KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS)) ==
@@ -271,6 +325,7 @@ void vm_profile_vcpu_stop(struct vm_profile *p, unsigned i)
 	if (!vm_profile_on(p))
 		return;
 	v = &p->v[i];
+	learn_slide(p, v);
 	for (unsigned k = 0; k < PROF_MAX_EVENTS; k++) {
 		if (v->prof_fd[k] >= 0)
 			close(v->prof_fd[k]);
@@ -389,6 +444,7 @@ void vm_profile_sample(struct vm_profile *p, unsigned i, int fd)
 		return;
 	}
 	v->last_ns = t0;
+	learn_slide(p, v);
 	if (p->sync_regs) {
 		/* As of the last return from KVM_RUN: the guest has not run since. */
 		regs = &v->run->s.regs.regs;

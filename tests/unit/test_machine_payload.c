@@ -311,3 +311,25 @@ Test(payload, segments_outside_ram_or_in_the_boot_area)
 	reject(build_compressed(LOADER_PAYLOAD_XZ, MEM - 0x1000), -E2BIG, "lies outside guest memory");
 	reject(build_compressed(LOADER_PAYLOAD_GZIP, 0x80000), -EINVAL, "overlaps the VMM boot area");
 }
+
+/* The profiler's way to the vmlinux (its kallsyms): the payload decompressed into a buffer. */
+Test(payload, vmlinux_for_symbols)
+{
+	static const uint8_t bz2[] = "BZh91AY&SY and so on";
+	size_t n = build_compressed(LOADER_PAYLOAD_ZSTD, VM_PADDR), len, elen = build_elf(VM_PADDR);
+	void *out;
+
+	cr_assert_eq(loader_linux_vmlinux(img, n, 1 << 20, &out, &len, &err), 0, "%s", err.msg);
+	cr_assert_eq(len, elen);
+	cr_assert_arr_eq(out, elf, len, "the vmlinux, byte for byte");
+	free(out);
+	cr_assert_eq(loader_linux_vmlinux(img, n, 100, &out, &len, &err), -E2BIG, "the cap holds");
+	cr_assert_null(out);
+	cr_assert_eq(loader_linux_vmlinux(img, 0x300, 1 << 20, &out, &len, &err), -ENOEXEC);
+	assert_msg_has("truncated bzImage");
+	n = build_bz(bz2, sizeof(bz2), 0x100000);
+	cr_assert_eq(loader_linux_vmlinux(img, n, 1 << 20, &out, &len, &err), -ENOTSUP);
+	assert_msg_has("the bzImage's payload is bzip2");
+	cr_assert_eq(loader_linux_vmlinux(elf, elen, 1 << 20, &out, &len, &err), -ENOEXEC);
+	assert_msg_has("not a Linux bzImage");
+}

@@ -12,7 +12,12 @@
 # bzImage"): linux-poweroff with --kernel-decompress guest (the kernel's own decompressor at the
 # bzImage's 64-bit entry, the protected-mode part loaded at 1 MiB), linux-reboot with the default
 # (perfvisor decompresses the xz payload and enters the vmlinux's startup_64); --verbose names the
-# path and what was loaded. Prints the guest time at which the kernel ran /init, and the wall time. On kvm_pvm a Linux kernel cannot run
+# path and what was loaded. Both boots are profiled (--profile task-clock:1ms; docs/profiling.md,
+# "Symbols of a Linux guest"): the symbols come from the kallsyms tables inside Debian's vmlinux
+# (no System.map), and the KASLR boot (guest decompression) is named through the slide MSR_LSTAR
+# shows: at least 90% of the kernel-mode samples have a named leaf (of vCPU 1 on the KASLR boot:
+# vCPU 0 also ran the kernel's decompressor, which is not in the kernel's tables), and the top
+# three functions of the boot without KASLR are among the top ten of the one with. Prints the guest time at which the kernel ran /init, and the wall time. On kvm_pvm a Linux kernel cannot run
 # (its ring 0 is emulated and dies on XSAVE; DESIGN §11): skipped there, by knowledge.
 # cases: linux-poweroff linux-reboot
 . "$(dirname "$0")/../lib.sh"
@@ -43,6 +48,19 @@ linux_checks() {
 	fi
 }
 
+# named DIR VCPU_RE: "samples named" of the ring-0 samples of the vCPUs matching VCPU_RE in a
+# profile's stacks.folded, and fails under 90%.
+named() {
+	awk -v re="^$2\$" '{ c = $NF; s = $0; sub(/ [0-9]+$/, "", s); n = split(s, f, ";")
+		if (f[1] ~ re && f[2] == "ring0") { t += c; if (f[n] != "[unknown]") k += c } }
+		END { printf "%d %d\n", k, t }' "$1/stacks.folded" >"$T/$cur.named"
+	read -r k t <"$T/$cur.named"
+	echo "  ($cur: $k of $t kernel-mode samples of $2 named by the kernel's own kallsyms)"
+	[ "${t:-0}" -ge 100 ] && [ $((k * 100)) -ge $((t * 90)) ] || bad "only $k of $t kernel-mode samples named"
+}
+# top N DIR: the profile's N hottest symbols, one a line.
+top() { awk 'NR > 3 && $NF != "[unknown]" { print $NF }' "$2/symbols.txt" | head -n "$1"; }
+
 # near NAME GUEST HOST: the guest's time (seconds since the epoch) is within 2 s of the host's.
 near() {
 	if [ -z "$2" ]; then
@@ -61,7 +79,8 @@ linux_ready "linux-poweroff linux-reboot" || exit 0
 cur=linux-poweroff; : >"$T/$cur.out"
 t0=$(date +%s)
 start_vm linux-poweroff 300 run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 256M --cpus 2 \
-	--cmdline "$CMD pvinit=poweroff" --timeout 240 --verbose --kernel-decompress guest
+	--cmdline "$CMD pvinit=poweroff" --timeout 240 --verbose --kernel-decompress guest \
+	--profile task-clock:1ms --profile-output "$T/prof-kaslr"
 ok=1
 if wait_out 'pvinit: rtc0 .*since_epoch [0-9]'; then
 	host=$(date -u +%s)
@@ -80,17 +99,30 @@ expect_out 'rtc_cmos .*setting system clock to 20'
 expect_err 'guest power-off (ACPI S5)'
 expect_err 'boot protocol linux: .*xz payload decompressed in the guest: entry 0x100200'
 expect_err 'kernel .*vmlinuz: entry 0x100200, 1 segments at 0x100000-'
+expect_err 'profile: task-clock:1000000ns, [0-9]\{5,\} symbols (kallsyms)'
+expect_err 'profile: the guest kernel runs at [-+][0-9]* MiB from its link address (KASLR; entry_SYSCALL_64 at 0x'
+named "$T/prof-kaslr" vcpu1
 done_test
 
 # reboot -f: Linux's first reboot method is the FADT's reset register, status 0. perfvisor
 # decompresses the kernel (the default for xz).
 t0=$(date +%s)
 run linux-reboot 300 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 256M --cpus 2 \
-	--cmdline "$CMD pvinit=reboot" --timeout 240 --verbose
+	--cmdline "$CMD pvinit=reboot" --timeout 240 --verbose --profile task-clock:1ms \
+	--profile-output "$T/prof-nokaslr"
 expect_status 0
 linux_checks
 expect_out 'pvinit: reboot -f'
 expect_err 'guest reset (ACPI reset register)'
 expect_err 'boot protocol linux: .*xz payload decompressed on the host: vmlinux ([0-9]* bytes), entry 0x1000000 (startup_64)'
 expect_err 'kernel .*vmlinuz: entry 0x1000000, [0-9]* segments at 0x1000000-'
+expect_err 'profile: the guest kernel runs at +0 MiB from its link address'
+named "$T/prof-nokaslr" 'vcpu[0-9]*'
+top 3 "$T/prof-nokaslr" >"$T/top3"
+top 10 "$T/prof-kaslr" >"$T/top10"
+echo "  ($cur: the top three without KASLR: $(tr '\n' ' ' <"$T/top3"); with: $(head -n 3 "$T/top10" | tr '\n' ' '))"
+while read -r f; do
+	grep -qx "$f" "$T/top10" || bad "$f is in the top three without KASLR but not in the top ten with it"
+done <"$T/top3"
+[ -s "$T/top3" ] || bad "the profile without KASLR names no function"
 done_test
