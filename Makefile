@@ -21,15 +21,16 @@ DEPS_devices := snapfile machine elf util
 DEPS_stats := util
 LIBS_stats := -ljansson
 DEPS_pmu := snapfile machine elf util
-LIBS_pmu := -ljansson
+LIBS_pmu := -ljansson -lbpf
 DEPS_vmm := devices pmu snapfile machine elf stats util
 # System libraries a component's code needs (its unit tests link them too):
 # liblzma, zlib and libzstd for a bzImage's compressed payload (machine's
 # loader decompresses it on the host), libfdt for the snapshot state file,
 # xxhash for its checksums, liburing for snapshot memory I/O, jansson for the
-# control socket, libseccomp for the per-thread filters.
+# control socket, libseccomp for the per-thread filters, libbpf for a Linux
+# guest kernel's BTF (the profiler's process attribution).
 LIBS_snapfile := -lfdt -lxxhash -luring
-LIBS_vmm := $(LIBS_snapfile) $(LIBS_machine) -ljansson -lseccomp
+LIBS_vmm := $(LIBS_snapfile) $(LIBS_machine) -ljansson -lseccomp -lbpf
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-missing-field-initializers
 CFLAGS_BASE := -std=gnu11 -O2 -g $(WARN) -Iinclude -I. -D_GNU_SOURCE -pthread -MMD -MP
@@ -219,8 +220,8 @@ FUZZ_OPTS_snapshot := -lfdt -lxxhash
 FUZZ_SRCS_api := fuzz/api.c vmm/api_parse.c
 FUZZ_OPTS_api := -ljansson
 FUZZ_SRCS_loaders := fuzz/loaders.c machine/loader.c machine/loader_mb.c machine/loader_linux.c machine/payload.c \
-	machine/gmem.c util/util.c pmu/symbols.c pmu/kallsyms.c elf/elf.c elf/elf_sym.c
-FUZZ_OPTS_loaders := $(LIBS_machine)
+	machine/gmem.c util/util.c pmu/symbols.c pmu/kallsyms.c pmu/linux.c elf/elf.c elf/elf_sym.c
+FUZZ_OPTS_loaders := $(LIBS_machine) -lbpf
 FUZZ_SRCS_pmu := fuzz/pmu.c pmu/pmu.c pmu/events.c util/util.c
 FUZZ_OPTS_pmu :=
 FUZZ_SRCS_stats := fuzz/stats.c stats/reader.c util/util.c

@@ -62,6 +62,19 @@ int elf_shdr(const struct elf_file *f, unsigned i, Elf64_Shdr *out);
 /* The index of the first section of `type` (SHT_*), or -ENOENT. */
 int elf_find_section(const struct elf_file *f, uint32_t type);
 
+/* A section's bytes in the file and its address. */
+struct elf_section {
+	const uint8_t *data;
+	uint64_t size, addr;
+};
+/*
+ * The section called `name` (by the section-name table, e_shstrndx), its
+ * bytes inside the file (elf_check_shdrs() first): 0, -ENOENT (no such
+ * section, or SHT_NOBITS) or -ENOEXEC (outside the file), with a message.
+ */
+int elf_section_named(const struct elf_file *f, const char *name, struct elf_section *out,
+		      struct errbuf *err);
+
 /* A symbol table section (SHT_SYMTAB or SHT_DYNSYM), its entries in the file. */
 struct elf_symtab {
 	const struct elf_file *f;

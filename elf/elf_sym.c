@@ -142,3 +142,31 @@ int elf_note_next(struct elf_notes *it, struct elf_note *n, struct errbuf *err)
 	it->off += 12 + name_pad + desc_pad;
 	return 1;
 }
+
+int elf_section_named(const struct elf_file *f, const char *name, struct elf_section *out, struct errbuf *err)
+{
+	struct elf_strtab names;
+	size_t want = strlen(name);
+
+	memset(out, 0, sizeof(*out));
+	if (!f->shnum || elf_strtab_open(f, f->ehdr.e_shstrndx, &names, err))
+		return -ENOENT;
+	for (unsigned i = 0; i < f->shnum; i++) {
+		Elf64_Shdr sh;
+		const char *s = NULL;
+		size_t len = 0;
+
+		if (elf_shdr(f, i, &sh) || elf_str(&names, sh.sh_name, &s, &len, NULL) || len != want ||
+		    memcmp(s, name, len))
+			continue;
+		if (sh.sh_type == SHT_NOBITS)
+			return errbuf_set(err, -ENOENT, "ELF section %s has no bytes in the file", name);
+		if (section_in_file(f, i, &sh, err))
+			return -ENOEXEC;
+		out->data = f->image + sh.sh_offset;
+		out->size = sh.sh_size;
+		out->addr = sh.sh_addr;
+		return 0;
+	}
+	return errbuf_set(err, -ENOENT, "no ELF section %s", name);
+}

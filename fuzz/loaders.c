@@ -6,11 +6,14 @@
  * loaded, and the guest path). A hostile file must be refused or loaded inside
  * guest RAM (4 MiB, checked through gmem_hva), never crash. The profiler's
  * symbol readers (pmu/symbols.c: the kernel's .symtab, --symbols text;
- * pmu/kallsyms.c: a Linux kernel's own tables, found by their shape) too;
+ * pmu/kallsyms.c: a Linux kernel's own tables, found by their shape; pmu/linux.c:
+ * its BTF, read by libbpf, and ORC tables, then the task and ORC walks with the
+ * input itself as the guest's memory) too;
  * every ELF is read through elf/.
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "perfvisor/bootinfo.h"
 #include "perfvisor/multiboot.h"
@@ -18,6 +21,46 @@
 #include "pmu/pmu.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The input as guest memory at a kernel address: a hostile guest's task list and stacks. */
+#define FUZZ_MEM_BASE 0xffff888000000000ULL
+static const uint8_t *fuzz_mem;
+static size_t fuzz_mem_len;
+
+static bool fuzz_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	(void)ctx;
+	if (gva < FUZZ_MEM_BASE || gva - FUZZ_MEM_BASE > fuzz_mem_len ||
+	    len > fuzz_mem_len - (gva - FUZZ_MEM_BASE))
+		return false;
+	memcpy(buf, fuzz_mem + (gva - FUZZ_MEM_BASE), len);
+	return true;
+}
+
+static void linux_walks(const uint8_t *data, size_t size)
+{
+	struct prof_linux lx;
+	struct errbuf err;
+	uint64_t pc[PROF_MAX_DEPTH], w[3] = { 0 };
+	char comm[PROF_COMM_LEN];
+	int32_t pid;
+	bool tr;
+
+	if (prof_linux_load(&lx, data, size, &err))
+		return;
+	fuzz_mem = data;
+	fuzz_mem_len = size;
+	memcpy(w, data, size < sizeof(w) ? size : sizeof(w));
+	prof_linux_task(&lx, FUZZ_MEM_BASE + (w[0] % (size + 1)), fuzz_read, NULL, &pid, comm);
+	for (size_t i = 0; i < lx.n_orc && i < 64; i++) {
+		struct prof_linux_regs r = { .ip = lx.orc_ip[i] + (w[1] & 0xff),
+					     .sp = FUZZ_MEM_BASE + (w[2] % (size + 1)),
+					     .bp = FUZZ_MEM_BASE + ((w[2] >> 32) % (size + 1)) };
+
+		prof_linux_unwind(&lx, 0, &r, fuzz_read, NULL, pc, PROF_MAX_DEPTH, &tr);
+	}
+	prof_linux_fini(&lx);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -54,6 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		prof_symtab_find(&syms, entry);
 		prof_symtab_fini(&syms);
 	}
+	linux_walks(data, size);
 	if (prof_symtab_load_text(&syms, (const char *)data, size, &err) == 0) {
 		prof_symtab_find(&syms, size);
 		prof_symtab_fini(&syms);

@@ -27,8 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define KS_MAX_TOKEN 64	     /* longer than any token Linux's kallsyms makes */
-#define KS_MAX_NAME 512	     /* KSYM_NAME_LEN */
+#define KS_MAX_TOKEN 64 /* longer than any token Linux's kallsyms makes */
+#define KS_MAX_NAME 512 /* KSYM_NAME_LEN */
 #define KS_MAX_SYMS (1u << 22)
 #define KS_KERNEL_HALF 0xffff800000000000ULL
 #define KS_UNSIZED_MAX (1ULL << 20)
@@ -39,7 +39,7 @@ struct ks {
 	size_t table, index; /* token_table, token_index */
 	const uint8_t *tok[256];
 	uint8_t toklen[256];
-	uint32_t n;	     /* num_syms */
+	uint32_t n;		  /* num_syms */
 	size_t names, markers, m; /* m markers */
 	size_t offsets;
 	uint64_t base;
@@ -133,7 +133,16 @@ static bool tokens_at(struct ks *k, size_t d)
 
 static bool find_tokens(struct ks *k)
 {
-	static const uint8_t digits[20] = "0\0" "1\0" "2\0" "3\0" "4\0" "5\0" "6\0" "7\0" "8\0" "9";
+	static const uint8_t digits[20] = "0\0"
+					  "1\0"
+					  "2\0"
+					  "3\0"
+					  "4\0"
+					  "5\0"
+					  "6\0"
+					  "7\0"
+					  "8\0"
+					  "9";
 	const uint8_t *at = k->p;
 
 	while ((at = memmem(at, k->len - (size_t)(at - k->p), digits, sizeof(digits)))) {
@@ -221,7 +230,8 @@ static bool find_names(struct ks *k)
 			hi = (mk - last) & ~(size_t)7;
 			lo = hi > 256 * (KS_MAX_NAME + 2) + 16 ? hi - 256 * (KS_MAX_NAME + 2) : 16;
 			for (size_t s = hi; s >= lo; s -= 8) {
-				if (rd32(k->p + s - 8) == n && rd32(k->p + s - 4) == 0 && names_check(k, s, n, mk)) {
+				if (rd32(k->p + s - 8) == n && rd32(k->p + s - 4) == 0 &&
+				    names_check(k, s, n, mk)) {
 					k->n = n;
 					k->names = s;
 					k->markers = mk;

@@ -262,6 +262,8 @@ int prof_spec_parse(const char *s, bool hw_pmu, struct prof_spec *out, struct er
 /* Can this host open every event of spec (pmu_perf_probe)? 0, or -errno with a message. Any thread. */
 int prof_spec_check_host(const struct prof_spec *spec, struct errbuf *err);
 
+#define PROF_COMM_LEN 16 /* a Linux task's comm, its NUL included */
+
 /* One sample: where a vCPU was, and the return addresses of its stack (leaf first). */
 struct prof_sample {
 	uint8_t cpl;   /* 0..3 */
@@ -269,6 +271,8 @@ struct prof_sample {
 	uint8_t depth; /* pc[0..depth-1] valid, >= 1 */
 	uint8_t flags; /* PROF_SAMPLE_* */
 	uint32_t vcpu;
+	int32_t pid;		  /* a Linux guest's process (its tgid), when comm is not "" */
+	char comm[PROF_COMM_LEN]; /* ... its command name; "": no process known */
 	uint64_t pc[PROF_MAX_DEPTH];
 };
 #define PROF_SAMPLE_TRUNCATED (1u << 0) /* the walk stopped at a pointer outside guest RAM */
@@ -374,11 +378,65 @@ int prof_symtab_set_slide(struct prof_symtab *t, uint64_t lstar);
 /* The symbol containing addr, or NULL. */
 const struct prof_sym *prof_symtab_find(const struct prof_symtab *t, uint64_t addr);
 
-/* Samples aggregated by (vCPU, CPL, stack): an open-addressed table of bounded size. */
+/*
+ * A Linux guest, beyond its symbols (pmu/linux.c): where the current task
+ * is and what of it names a process (from the kernel's BTF), and the
+ * kernel's ORC unwind tables. Loaded from the vmlinux; each part may be
+ * missing, and then its *_why says why.
+ */
+struct prof_linux {
+	bool tasks;
+	uint64_t current_task;	     /* the per-CPU offset of the current task pointer */
+	uint32_t off_tgid, off_comm; /* in task_struct */
+	uint64_t *orc_ip;	     /* link addresses, sorted */
+	uint8_t *orc;		     /* the entries, 6 bytes each */
+	size_t n_orc;
+	unsigned orc_format; /* 0: none; 1: Linux up to 6.2; 2: 6.3; 3: 6.4 on */
+	unsigned version[2]; /* from the image's "Linux version X.Y" */
+	char tasks_why[96], orc_why[96];
+};
+
+/* An address in the kernel's half (bit 63: with 4- and 5-level paging alike). */
+static inline bool prof_linux_kernel_address(uint64_t a)
+{
+	return a >> 63;
+}
+
+/* Reads guest-virtual memory, each address checked: false if any of it is not there. */
+typedef bool (*prof_read_fn)(void *ctx, uint64_t gva, void *buf, size_t len);
+
+/* The interrupted frame's registers the ORC rules may name. */
+struct prof_linux_regs {
+	uint64_t ip, sp, bp, di, dx, r10, r13;
+};
+
+/* Load what there is from a vmlinux ELF: 0 (parts may be missing), or -EINVAL (not an ELF). Pure. */
+int prof_linux_load(struct prof_linux *lx, const void *vmlinux, size_t len, struct errbuf *err);
+void prof_linux_fini(struct prof_linux *lx);
+/*
+ * The process running where the per-CPU area of a vCPU is pcpu_base (the
+ * kernel's GS base): its tgid and comm. 0, -ENOENT (no task information or
+ * no base), -EFAULT (a pointer the guest's memory does not back).
+ */
+int prof_linux_task(const struct prof_linux *lx, uint64_t pcpu_base, prof_read_fn rd, void *ctx, int32_t *pid,
+		    char comm[PROF_COMM_LEN]);
+/*
+ * A kernel stack by ORC from the interrupted frame (addresses as the guest
+ * runs them; slide: the KASLR slide, subtracted to find entries): pc[0] is
+ * r->ip, then the callers, at most max. Returns the depth; *truncated when
+ * the walk stopped short of the stack's end (its entry from user mode, or
+ * the end the table marks).
+ */
+unsigned prof_linux_unwind(const struct prof_linux *lx, uint64_t slide, const struct prof_linux_regs *r,
+			   prof_read_fn rd, void *ctx, uint64_t *pc, unsigned max, bool *truncated);
+
+/* Samples aggregated by (vCPU, process, CPL, stack): an open-addressed table of bounded size. */
 struct prof_stack {
 	uint64_t count;
 	uint32_t vcpu;
 	uint8_t cpl, depth, used, truncated;
+	int32_t pid;
+	char comm[PROF_COMM_LEN];
 	uint64_t pc[PROF_MAX_DEPTH];
 };
 
@@ -414,9 +472,11 @@ json_t *prof_to_json(const struct prof_data *d, const struct prof_meta *m);
 int prof_write_folded(FILE *out, const json_t *profile);
 /* The per-symbol table (self, total, percent, per vCPU), its `top` rows (0: all). 0 or -errno. */
 int prof_write_table(FILE *out, const json_t *profile, unsigned top);
+/* A Linux guest's processes: pid, command, samples, share, top symbol (stacks with pid and comm). 0 or -errno. */
+int prof_write_processes(FILE *out, const json_t *profile);
 /* The table's first `top` rows as JSON: [{"symbol","self","total","percent","vcpus":[...]}]. NULL: no memory. */
 json_t *prof_top_json(const json_t *profile, unsigned top);
-/* `perfvisor profile report DIR [--folded|--top N|--json]` (argv[0] is "profile"). */
+/* `perfvisor profile report DIR [--folded|--top N|--json|--processes]` (argv[0] is "profile"). */
 int prof_cmd_profile(int argc, char **argv);
 
 #endif

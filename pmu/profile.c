@@ -291,7 +291,8 @@ void prof_data_fini(struct prof_data *d)
 
 static uint64_t stack_hash(const struct prof_sample *s)
 {
-	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)s->vcpu << 8 | s->cpl);
+	uint64_t h = 0xcbf29ce484222325ULL ^ ((uint64_t)s->vcpu << 8 | s->cpl) ^
+		     ((uint64_t)(uint32_t)s->pid << 32);
 
 	for (unsigned i = 0; i < s->depth; i++) {
 		h ^= s->pc[i];
@@ -303,7 +304,8 @@ static uint64_t stack_hash(const struct prof_sample *s)
 
 static bool same_stack(const struct prof_stack *st, const struct prof_sample *s)
 {
-	return st->vcpu == s->vcpu && st->cpl == s->cpl && st->depth == s->depth &&
+	return st->vcpu == s->vcpu && st->cpl == s->cpl && st->depth == s->depth && st->pid == s->pid &&
+	       !strncmp(st->comm, s->comm, PROF_COMM_LEN) &&
 	       !memcmp(st->pc, s->pc, s->depth * sizeof(s->pc[0]));
 }
 
@@ -334,6 +336,9 @@ void prof_data_add(struct prof_data *d, const struct prof_sample *s)
 		st->cpl = s->cpl;
 		st->depth = s->depth;
 		st->truncated = (s->flags & PROF_SAMPLE_TRUNCATED) != 0;
+		st->pid = s->pid;
+		memcpy(st->comm, s->comm, PROF_COMM_LEN);
+		st->comm[PROF_COMM_LEN - 1] = 0;
 		memcpy(st->pc, s->pc, s->depth * sizeof(s->pc[0]));
 		st->count = 1;
 		d->n++;

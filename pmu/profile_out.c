@@ -46,7 +46,8 @@ static int add_stack(json_t *stacks, json_t *seen, const struct prof_stack *st,
 
 	if (!frames)
 		return -ENOMEM;
-	at = (size_t)snprintf(key, sizeof(key), "%u/%u", st->vcpu, st->cpl);
+	at = (size_t)snprintf(key, sizeof(key), "%u/%u/%d/%.16s", st->vcpu, st->cpl,
+			      st->comm[0] ? st->pid : -1, st->comm);
 	/* Outermost first, as folded stacks have them. */
 	for (int i = st->depth - 1; i >= 0; i--) {
 		bool u = false;
@@ -73,6 +74,10 @@ static int add_stack(json_t *stacks, json_t *seen, const struct prof_stack *st,
 	old = json_pack("{s:i, s:i, s:I, s:b, s:o}", "vcpu", (json_int_t)st->vcpu, "ring",
 			st->cpl == PROF_CPL_HOST ? (json_int_t)-1 : (json_int_t)st->cpl, "count",
 			(json_int_t)st->count, "truncated", st->truncated, "frames", frames);
+	if (old && st->comm[0] &&
+	    (json_object_set_new(old, "pid", json_integer((json_int_t)st->pid)) ||
+	     json_object_set_new(old, "comm", json_stringn(st->comm, strnlen(st->comm, PROF_COMM_LEN)))))
+		return -ENOMEM;
 	if (!old || json_array_append(stacks, old) || json_object_set_new(seen, key, old))
 		return -ENOMEM;
 	return 0;
@@ -161,11 +166,15 @@ int prof_write_folded(FILE *out, const json_t *profile)
 		const json_t *frames = json_object_get(st, "frames"), *f;
 		size_t j;
 
+		fprintf(out, "vcpu%lld", (long long)jint(st, "vcpu"));
+		/* A Linux guest's process: COMM[PID] (docs/profiling.md). */
+		if (json_is_string(json_object_get(st, "comm")))
+			fprintf(out, ";%s[%lld]", json_string_value(json_object_get(st, "comm")),
+				(long long)jint(st, "pid"));
 		if (jint(st, "ring") < 0)
-			fprintf(out, "vcpu%lld;host", (long long)jint(st, "vcpu"));
+			fputs(";host", out);
 		else
-			fprintf(out, "vcpu%lld;ring%lld", (long long)jint(st, "vcpu"),
-				(long long)jint(st, "ring"));
+			fprintf(out, ";ring%lld", (long long)jint(st, "ring"));
 		json_array_foreach(frames, j, f)
 		{
 			const char *name = json_string_value(f);
@@ -352,19 +361,111 @@ json_t *prof_top_json(const json_t *profile, unsigned top)
 	return rows;
 }
 
+/* A process of a Linux guest: its samples and its leaves' counts. */
+struct proc_row {
+	long long pid; /* -1: samples of no known process */
+	const char *comm;
+	uint64_t samples;
+	struct table leaves;
+};
+
+static int by_samples(const void *a, const void *b)
+{
+	const struct proc_row *x = a, *y = b;
+
+	if (x->samples != y->samples)
+		return x->samples > y->samples ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+int prof_write_processes(FILE *out, const json_t *profile)
+{
+	const json_t *stacks = json_object_get(profile, "stacks"), *st;
+	struct proc_row *rows = NULL;
+	size_t n = 0, i;
+	uint64_t total = 0;
+	int rc = 0;
+
+	if (!json_is_array(stacks))
+		return -EINVAL;
+	json_array_foreach(stacks, i, st)
+	{
+		const json_t *frames = json_object_get(st, "frames");
+		const char *comm = json_string_value(json_object_get(st, "comm"));
+		long long pid = comm ? (long long)jint(st, "pid") : -1;
+		uint64_t count = (uint64_t)jint(st, "count");
+		const char *leaf = json_string_value(json_array_get(frames, json_array_size(frames) - 1));
+		struct proc_row *r = NULL;
+		struct row *l;
+
+		total += count;
+		for (size_t k = 0; k < n && !r; k++)
+			if (rows[k].pid == pid && !strcmp(rows[k].comm, comm ? comm : "[no process]"))
+				r = &rows[k];
+		if (!r) {
+			struct proc_row *g = realloc(rows, (n + 1) * sizeof(*rows));
+
+			if (!g) {
+				rc = -ENOMEM;
+				break;
+			}
+			rows = g;
+			r = &rows[n++];
+			*r = (struct proc_row){ .pid = pid, .comm = comm ? comm : "[no process]" };
+		}
+		r->samples += count;
+		l = row_get(&r->leaves, leaf ? leaf : "?");
+		if (!l) {
+			rc = -ENOMEM;
+			break;
+		}
+		l->self += count;
+	}
+	if (!rc && n)
+		qsort(rows, n, sizeof(*rows), by_samples);
+	if (!rc) {
+		fprintf(out, "profile: %" PRIu64 " samples (%s) in %zu processes; symbols: %s\n", total,
+			json_string_value(json_object_get(profile, "spec")), n,
+			json_string_value(json_object_get(profile, "symbols")));
+		fprintf(out, "%8s  %-16s %9s %6s  %s\n", "pid", "command", "samples", "share", "top symbol");
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct proc_row *r = &rows[k];
+
+		if (!rc) {
+			if (r->leaves.n)
+				qsort(r->leaves.rows, r->leaves.n, sizeof(r->leaves.rows[0]), by_self);
+			if (r->pid < 0)
+				fprintf(out, "%8s  %-16s", "-", r->comm);
+			else
+				fprintf(out, "%8lld  %-16s", r->pid, r->comm);
+			fprintf(out, " %9" PRIu64 " %5.1f%%  %s (%.1f%%)\n", r->samples,
+				pct(r->samples, total), r->leaves.n ? r->leaves.rows[0].name : "-",
+				r->leaves.n ? pct(r->leaves.rows[0].self, r->samples) : 0.0);
+		}
+		table_free(&r->leaves);
+	}
+	free(rows);
+	if (!rc && ferror(out))
+		rc = -EIO;
+	return rc;
+}
+
 static const char profile_usage[] =
-	"Usage: perfvisor profile report DIR [--folded|--top N|--json]\n"
+	"Usage: perfvisor profile report DIR [--folded|--top N|--json|--processes]\n"
 	"Show a profile written by perfvisor run --profile (docs/profiling.md): by default the\n"
 	"per-symbol table (self and total samples, percent, self samples per vCPU); --top N\n"
 	"only its first N rows; --folded the folded stacks (flamegraph.pl, speedscope);\n"
-	"--json the whole profile.json.\n";
+	"--json the whole profile.json; --processes a Linux guest's processes (pid, command,\n"
+	"samples, share, the top symbol and its share of the process).\n";
 
 int prof_cmd_profile(int argc, char **argv)
 {
 	enum {
 		TABLE,
 		FOLDED,
-		JSON
+		JSON,
+		PROCESSES
 	} mode = TABLE;
 	uint64_t top = 0;
 	char path[4200];
@@ -382,13 +483,16 @@ int prof_cmd_profile(int argc, char **argv)
 	}
 	for (int i = 3; i < argc; i++) {
 		if (mode != TABLE || top) {
-			fprintf(stderr, "perfvisor profile report: give one of --folded, --top N, --json\n");
+			fprintf(stderr,
+				"perfvisor profile report: give one of --folded, --top N, --json, --processes\n");
 			return 2;
 		}
 		if (!strcmp(argv[i], "--folded")) {
 			mode = FOLDED;
 		} else if (!strcmp(argv[i], "--json")) {
 			mode = JSON;
+		} else if (!strcmp(argv[i], "--processes")) {
+			mode = PROCESSES;
 		} else if (!strcmp(argv[i], "--top") && i + 1 < argc) {
 			if (util_parse_u64(argv[++i], 1, 1000000, &top)) {
 				fprintf(stderr,
@@ -421,6 +525,8 @@ int prof_cmd_profile(int argc, char **argv)
 		fputc('\n', stdout);
 	} else if (mode == FOLDED)
 		rc = prof_write_folded(stdout, p);
+	else if (mode == PROCESSES)
+		rc = prof_write_processes(stdout, p);
 	else
 		rc = prof_write_table(stdout, p, (unsigned)top);
 	json_decref(p);

@@ -17,10 +17,13 @@ set -euo pipefail
 # for the boot-protocol tests (tests/integration/debian-kernel.sh);
 # acpica-tools, whose `iasl -d` disassembles the DSDT perfvisor writes in
 # the ACPI unit tests (an independent reading of the AML); cpio, which packs
-# the Linux tests' initramfs (tests/integration/linux-initramfs.sh).
+# the Linux tests' initramfs (tests/integration/linux-initramfs.sh);
+# libbpf-dev, whose BTF reader gives the profiler the offsets of a Linux
+# guest's task_struct and current task (docs/profiling.md).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
 	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format libxxhash-dev clang
-	libclang-rt-dev prometheus busybox-static xz-utils acpica-tools cpio liblzma-dev zlib1g-dev libzstd-dev)
+	libclang-rt-dev prometheus busybox-static xz-utils acpica-tools cpio liblzma-dev zlib1g-dev libzstd-dev
+	libbpf-dev)
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.

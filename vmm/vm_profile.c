@@ -47,6 +47,7 @@ struct prof_vcpu {
 	struct kvm_run *run; /* its registers, with KVM_CAP_SYNC_REGS */
 	struct sb_entry e;
 	int prof_fd[PROF_MAX_EVENTS];
+	uint64_t pcpu; /* a Linux guest: the kernel's GS base on this vCPU (its per-CPU area) */
 	struct prof_ring ring;
 	uint64_t last_ns; /* the last sample, for the rate cap */
 	/* This process's counts (the stats fields continue across a restore); main reads them relaxed. */
@@ -65,6 +66,7 @@ struct prof_vcpu {
 struct vm_profile {
 	struct prof_spec spec; /* spec.n == 0: off */
 	struct prof_symtab syms;
+	struct prof_linux lx; /* a Linux guest's processes and ORC tables */
 	struct prof_data data;
 	char out_dir[4096];
 	uint64_t start_ns;
@@ -100,28 +102,59 @@ static int parent_writable(const char *dir)
 }
 
 /*
- * A Linux kernel without a symbol table (a stripped vmlinux): the symbols
- * of its kallsyms tables. Not a Linux kernel (no tables): an empty table.
+ * The kernel's vmlinux for its symbols, BTF and ORC tables: the file itself
+ * (an ELF), or a bzImage's payload decompressed on the host. 0 with *out
+ * NULL: neither (a flat kernel, or a payload only its own decompressor
+ * reads); else 0 or the error, with a message.
  */
-static int kallsyms_of_vmlinux(struct prof_symtab *t, const void *elf, size_t len, struct errbuf *err)
+static int kernel_vmlinux(const char *path, void **out, size_t *n, struct errbuf *err)
 {
-	int rc = prof_symtab_load_kallsyms(t, elf, len, err);
+	void *buf;
+	size_t len;
+	int rc = loader_read_file(path, "kernel", 1ULL << 30, &buf, &len, err);
 
-	return rc == -ENOENT ? 0 : rc;
+	*out = NULL;
+	*n = 0;
+	if (rc)
+		return rc;
+	if (loader_is_elf(buf, len)) {
+		*out = buf;
+		*n = len;
+		return 0;
+	}
+	rc = loader_is_bzimage(buf, len) ? loader_linux_vmlinux(buf, len, 1ULL << 30, out, n, err) : 0;
+	free(buf);
+	return rc == -ENOTSUP ? 0 : rc;
 }
 
-/* A bzImage: its payload decompressed on the host, and the kallsyms of that vmlinux. */
-static int kallsyms_of_bzimage(struct prof_symtab *t, const void *image, size_t len, struct errbuf *err)
+/*
+ * The symbols: --symbols (an ELF or text), else the kernel's .symtab, else
+ * (a Linux kernel without one) its kallsyms tables.
+ */
+static int load_symbols(struct vm_profile *p, const struct vm_profile_config *cfg, const void *vm, size_t n,
+			struct errbuf *err)
 {
-	void *elf;
-	size_t n;
-	int rc = loader_linux_vmlinux(image, len, 1ULL << 30, &elf, &n, err);
+	void *buf;
+	size_t len;
+	int rc;
 
-	if (rc == -ENOTSUP)
-		return 0; /* a payload only its own decompressor reads: addresses */
-	if (!rc)
-		rc = kallsyms_of_vmlinux(t, elf, n, err);
-	free(elf);
+	if (cfg->symbols) {
+		rc = loader_read_file(cfg->symbols, "--symbols", 1ULL << 30, &buf, &len, err);
+		if (rc)
+			return rc;
+		rc = loader_is_elf(buf, len) ? prof_symtab_load_elf(&p->syms, buf, len, err)
+					     : prof_symtab_load_text(&p->syms, buf, len, err);
+		free(buf);
+		return rc;
+	}
+	if (!vm)
+		return 0; /* a flat kernel has no symbols: samples show addresses */
+	rc = prof_symtab_load_elf(&p->syms, vm, n, err);
+	if (!rc && !p->syms.n) {
+		rc = prof_symtab_load_kallsyms(&p->syms, vm, n, err);
+		if (rc == -ENOENT)
+			rc = 0; /* not a Linux kernel */
+	}
 	return rc;
 }
 
@@ -151,7 +184,7 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 	struct vm_profile *p = calloc(1, sizeof(*p));
 	const char *symfile = cfg->symbols ? cfg->symbols : cfg->kernel;
 	struct stat st;
-	void *buf = NULL;
+	void *vm = NULL;
 	size_t len = 0;
 	int rc;
 
@@ -178,17 +211,22 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 		return errbuf_set(err, rc, "--profile-output '%s': its parent directory: %s", p->out_dir,
 				  strerror(-rc));
 	p->kernel = symfile;
-	rc = loader_read_file(symfile, cfg->symbols ? "--symbols" : "kernel", 1ULL << 30, &buf, &len, err);
-	if (!rc && loader_is_elf(buf, len))
-		rc = prof_symtab_load_elf(&p->syms, buf, len, err);
-	else if (!rc && cfg->symbols)
-		rc = prof_symtab_load_text(&p->syms, buf, len, err);
-	else if (!rc && loader_is_bzimage(buf, len))
-		rc = kallsyms_of_bzimage(&p->syms, buf, len, err);
-	/* else a flat kernel has no symbols: samples show addresses */
-	if (!rc && !p->syms.n && !cfg->symbols && loader_is_elf(buf, len))
-		rc = kallsyms_of_vmlinux(&p->syms, buf, len, err);
-	free(buf);
+	rc = kernel_vmlinux(cfg->kernel, &vm, &len, err);
+	if (rc && !cfg->symbols) {
+		loader_prefix_error(err, "kernel", cfg->kernel);
+		vm_log("profile: no symbols from the kernel (%s); samples show addresses", err->msg);
+	}
+	rc = load_symbols(p, cfg, vm, len, err);
+	/* A Linux kernel's processes and ORC tables (docs/profiling.md). */
+	if (!rc && vm && p->syms.anchor) {
+		prof_linux_load(&p->lx, vm, len, NULL);
+		if (cfg->verbose)
+			vm_log("profile: Linux %u.%u guest: processes %s%s, kernel stacks by %s%s",
+			       p->lx.version[0], p->lx.version[1],
+			       p->lx.tasks ? "from its BTF" : "not known: ", p->lx.tasks_why,
+			       p->lx.n_orc ? "its ORC tables" : "frame pointers: ", p->lx.orc_why);
+	}
+	free(vm);
 	if (rc) {
 		loader_prefix_error(err, cfg->symbols ? "--symbols" : "kernel", symfile);
 		if (cfg->symbols)
@@ -241,6 +279,7 @@ void vm_profile_destroy(struct vm_profile *p)
 	}
 	prof_data_fini(&p->data);
 	prof_symtab_fini(&p->syms);
+	prof_linux_fini(&p->lx);
 	free(p->v);
 	free(p);
 }
@@ -381,6 +420,73 @@ static bool read_guest_u64(const struct gmem *mem, const struct kvm_sregs *sr, u
 	return true;
 }
 
+/* Guest-virtual reads for a Linux guest's task and ORC walks (prof_read_fn). */
+struct guest_reader {
+	const struct gmem *mem;
+	const struct kvm_sregs *sr;
+};
+
+static bool guest_read(void *ctx, uint64_t gva, void *buf, size_t len)
+{
+	const struct guest_reader *g = ctx;
+	uint8_t *out = buf;
+
+	while (len) {
+		size_t chunk = 4096 - (gva & 4095) < len ? 4096 - (gva & 4095) : len;
+		uint64_t gpa;
+		const void *hva;
+
+		if (!translate(g->mem, g->sr, gva, &gpa)) {
+			/* A PTI kernel in user mode: its own tables are the user ones without bit 12. */
+			struct kvm_sregs k = *g->sr;
+
+			k.cr3 &= ~(1ULL << 12);
+			if (!(g->sr->cr3 & (1ULL << 12)) || !translate(g->mem, &k, gva, &gpa))
+				return false;
+		}
+		hva = gmem_hva(g->mem, gpa, chunk);
+		if (!hva)
+			return false;
+		memcpy(out, hva, chunk); /* another vCPU may be changing it: read once */
+		out += chunk;
+		gva += chunk;
+		len -= chunk;
+	}
+	return true;
+}
+
+/*
+ * A Linux guest: its kernel stack by ORC (ring 0), and the process the vCPU
+ * runs, from the per-CPU current task; the kernel's GS base is that vCPU's
+ * per-CPU area, seen in ring 0 and kept for samples in ring 3.
+ */
+static bool linux_sample(struct vm_profile *p, struct prof_vcpu *v, const struct kvm_regs *regs,
+			 const struct kvm_sregs *sr, struct prof_sample *s)
+{
+	struct guest_reader g = { p->mem, sr };
+	bool orc =
+		p->lx.n_orc && s->cpl == 0 && (sr->efer & X86_EFER_LMA) && sr->cs.l && (sr->cr0 & X86_CR0_PG);
+
+	if (p->lx.tasks) {
+		if (s->cpl == 0 && prof_linux_kernel_address(sr->gs.base))
+			v->pcpu = sr->gs.base;
+		if (prof_linux_task(&p->lx, v->pcpu, guest_read, &g, &s->pid, s->comm))
+			s->comm[0] = 0;
+	}
+	if (orc) {
+		struct prof_linux_regs r = { regs->rip, regs->rsp, regs->rbp, regs->rdi,
+					     regs->rdx, regs->r10, regs->r13 };
+		bool truncated;
+
+		s->depth =
+			(uint8_t)prof_linux_unwind(&p->lx, __atomic_load_n(&p->syms.slide, __ATOMIC_RELAXED),
+						   &r, guest_read, &g, s->pc, PROF_MAX_DEPTH, &truncated);
+		if (truncated)
+			s->flags |= PROF_SAMPLE_TRUNCATED;
+	}
+	return orc;
+}
+
 /*
  * The frame-pointer chain from rbp: [rbp] is the caller's rbp, [rbp+8] the
  * return address. Frames must move up the stack (so the walk ends), and
@@ -462,7 +568,8 @@ void vm_profile_sample(struct vm_profile *p, unsigned i, int fd)
 			s.event = (uint8_t)k;
 	s.pc[0] = regs->rip;
 	s.depth = 1;
-	walk_stack(p->mem, sregs, regs->rbp, &s);
+	if (!linux_sample(p, v, regs, sregs, &s))
+		walk_stack(p->mem, sregs, regs->rbp, &s);
 	pushed = prof_ring_push(&v->ring, &s);
 	mine = pushed ? &v->samples : &v->dropped;
 	t1 = util_now_ns();

@@ -10,7 +10,8 @@
 # kernel package's virtio and ext4 modules (BUILD/debian-kernel/modules, from
 # tests/integration/debian-kernel.sh): `pvinit.mods=1` loads them all, in
 # order, before anything else; `pvinit=rng` then reads /dev/hwrng;
-# `pvinit=disk` mounts /dev/vda on /mnt and runs /mnt/pvtest.sh (a script a
+# `pvinit.work=profile` first runs a workload the host profiles (/bin/spin,
+# tests/integration/spin.c); `pvinit=disk` mounts /dev/vda on /mnt and runs /mnt/pvtest.sh (a script a
 # test put in the image) before powering off; `pvinit=idle` idles for 600 s
 # (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=net` gives eth0
 # 10.0.2.15/24 and sends then receives `pvinit.netmb` MiB over TCP (busybox
@@ -44,7 +45,8 @@ fi
 # The init changes with this script: rebuild the archive when the script is newer.
 mods=$build/debian-kernel/modules
 if [ ! -s "$dir/initramfs.cpio" ] || [ "$here/linux-initramfs.sh" -nt "$dir/initramfs.cpio" ] ||
-	[ "$here/randread.c" -nt "$dir/initramfs.cpio" ] || [ "$mods/order" -nt "$dir/initramfs.cpio" ]; then
+	[ "$here/randread.c" -nt "$dir/initramfs.cpio" ] || [ "$here/spin.c" -nt "$dir/initramfs.cpio" ] ||
+	[ "$mods/order" -nt "$dir/initramfs.cpio" ]; then
 	r=$dir/root
 	rm -rf "$r" && mkdir -p "$r/bin" "$r/proc" "$r/sys" "$r/dev" "$r/tmp" "$r/mnt" "$r/lib/modules"
 	cp "$dir/busybox" "$r/bin/busybox"
@@ -53,6 +55,10 @@ if [ ! -s "$dir/initramfs.cpio" ] || [ "$here/linux-initramfs.sh" -nt "$dir/init
 	# statically (no libc.a) still gets its initramfs, and says what is missing.
 	if ! "${CC:-cc}" -static -O2 -pthread -o "$r/bin/randread" "$here/randread.c" 2>"$dir/randread.err"; then
 		echo "linux-initramfs: randread not built (the disk bench's random reads will fail): $(tail -n 1 "$dir/randread.err")" >&2
+	fi
+	# The profiled workload (pvinit.work=profile): the Linux boot test needs it.
+	if ! "${CC:-cc}" -static -O2 -o "$r/bin/spin" "$here/spin.c" 2>"$dir/spin.err"; then
+		echo "linux-initramfs: spin not built (linux-boot's profile checks will fail): $(tail -n 1 "$dir/spin.err")" >&2
 	fi
 	cat >"$r/init" <<'INIT'
 #!/bin/busybox sh
@@ -77,6 +83,17 @@ echo "pvinit: date $(date -u +%s) ($(date -u))"
 echo "pvinit: rtc0 $(cat /sys/class/rtc/rtc0/name 2>/dev/null) since_epoch $(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null)"
 echo "pvinit: hwclock $(hwclock -r -u 2>&1)"
 echo "pvinit: date $(date -u +%s) again"
+case " $(cat /proc/cmdline) " in
+*" pvinit.work=profile "*)
+	# What the host's profile of this boot must name (linux-boot, docs/profiling.md): spinsys
+	# in system calls for 3 s; then spinA at nice 0 and spinB at nice 5 sharing CPU 1 for 6 s
+	# (CFS weights 1024 and 335: 75% and 25%).
+	spin spinsys sys 3
+	taskset 2 spin spinA 0 6 & a=$!
+	taskset 2 spin spinB 5 6 & b=$!
+	wait
+	echo "pvinit: profile work done: spinA $a, spinB $b" ;;
+esac
 case " $(cat /proc/cmdline) " in
 *" pvinit=rng "*)
 	echo "pvinit: rng_available $(cat /sys/class/misc/hw_random/rng_available 2>&1)"

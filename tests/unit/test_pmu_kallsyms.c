@@ -125,7 +125,7 @@ static void offsets(struct img *m, bool abs_percpu)
 		if (!abs_percpu)
 			put32(m, (uint32_t)(a - BASE));
 		else
-			put32(m, a < BASE ? (uint32_t)a : (uint32_t)(int32_t)-(int64_t)(a - BASE + 1));
+			put32(m, a < BASE ? (uint32_t)a : (uint32_t)(int32_t) - (int64_t)(a - BASE + 1));
 	}
 	pad8(m);
 	put(m, &base, 8);
@@ -233,7 +233,9 @@ Test(kallsyms, damaged)
 	struct errbuf err;
 	uint8_t *c = malloc(m.len);
 	size_t tok;
-	const uint8_t digits[] = "0\0" "1\0" "2";
+	const uint8_t digits[] = "0\0"
+				 "1\0"
+				 "2";
 
 	cr_assert_not_null(c);
 	/* Not a kernel: no token table. */

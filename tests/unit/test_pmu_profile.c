@@ -397,3 +397,56 @@ Test(profile_out, host_samples)
 	prof_data_fini(&d);
 	prof_symtab_fini(&syms);
 }
+
+/* A Linux guest's processes: a frame in folded stacks, fields in JSON, the --processes table. */
+Test(profile_out, processes)
+{
+	struct prof_spec spec;
+	struct prof_symtab syms;
+	struct prof_data d;
+	struct errbuf err;
+	uint64_t samples[1] = { 7 };
+	struct prof_sample a = { .cpl = 3, .depth = 1, .pid = 42, .comm = "spinA", .pc = { 0x100110 } };
+	struct prof_sample a0 = { .cpl = 0, .depth = 1, .pid = 42, .comm = "spinA", .pc = { 0x100210 } };
+	struct prof_sample b = { .cpl = 3, .depth = 1, .pid = 43, .comm = "spinB", .pc = { 0x100110 } };
+	struct prof_sample n = { .cpl = 0, .depth = 1, .pc = { 0x100210 } };
+	char *buf = NULL;
+	size_t len = 0;
+	const json_t *st;
+	FILE *f;
+	json_t *j;
+
+	cr_assert_eq(prof_spec_parse("task-clock:1ms", false, &spec, &err), 0);
+	cr_assert_eq(prof_symtab_load_text(&syms, map, strlen(map), &err), 0);
+	cr_assert_eq(prof_data_init(&d, 1, 64), 0);
+	for (int i = 0; i < 3; i++)
+		prof_data_add(&d, &a);
+	prof_data_add(&d, &a0);
+	prof_data_add(&d, &b);
+	prof_data_add(&d, &b);
+	prof_data_add(&d, &n);
+	j = to_json(&d, &spec, &syms, NULL, samples);
+	st = json_array_get(json_object_get(j, "stacks"), 0);
+	cr_assert_eq(json_integer_value(json_object_get(st, "pid")), 42);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "comm")), "spinA");
+	st = json_array_get(json_object_get(j, "stacks"), 3);
+	cr_assert_null(json_object_get(st, "comm"), "no process known: no fields");
+	buf = render(j, -1);
+	cr_assert_str_eq(buf,
+			 "vcpu0;spinA[42];ring3;hot_a 3\nvcpu0;spinB[43];ring3;hot_a 2\n"
+			 "vcpu0;spinA[42];ring0;hot_b 1\nvcpu0;ring0;hot_b 1\n",
+			 "%s", buf);
+	free(buf);
+	buf = NULL;
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(prof_write_processes(f, j), 0);
+	fclose(f);
+	cr_assert(strstr(buf, "7 samples (task-clock:1000000ns) in 3 processes"), "%s", buf);
+	cr_assert(strstr(buf, "      42  spinA                    4  57.1%  hot_a (75.0%)\n"), "%s", buf);
+	cr_assert(strstr(buf, "      43  spinB                    2  28.6%  hot_a (100.0%)\n"), "%s", buf);
+	cr_assert(strstr(buf, "       -  [no process]             1  14.3%  hot_b (100.0%)\n"), "%s", buf);
+	free(buf);
+	json_decref(j);
+	prof_data_fini(&d);
+	prof_symtab_fini(&syms);
+}

@@ -17,7 +17,9 @@
 # (no System.map), and the KASLR boot (guest decompression) is named through the slide MSR_LSTAR
 # shows: at least 90% of the kernel-mode samples have a named leaf (of vCPU 1 on the KASLR boot:
 # vCPU 0 also ran the kernel's decompressor, which is not in the kernel's tables), and the top
-# three functions of the boot without KASLR are among the top ten of the one with. Prints the guest time at which the kernel ran /init, and the wall time. On kvm_pvm a Linux kernel cannot run
+# three functions of the boot without KASLR are among the top ten of the one with. Both boots
+# run a workload first (pvinit.work=profile) whose processes and kernel stacks the profile must
+# name (work_checks below). Prints the guest time at which the kernel ran /init, and the wall time. On kvm_pvm a Linux kernel cannot run
 # (its ring 0 is emulated and dies on XSAVE; DESIGN §11): skipped there, by knowledge.
 # cases: linux-poweroff linux-reboot
 . "$(dirname "$0")/../lib.sh"
@@ -48,15 +50,46 @@ linux_checks() {
 	fi
 }
 
-# named DIR VCPU_RE: "samples named" of the ring-0 samples of the vCPUs matching VCPU_RE in a
+# named DIR VCPU_RE: the named of the ring-0 samples of the vCPUs matching VCPU_RE in a
 # profile's stacks.folded, and fails under 90%.
 named() {
 	awk -v re="^$2\$" '{ c = $NF; s = $0; sub(/ [0-9]+$/, "", s); n = split(s, f, ";")
-		if (f[1] ~ re && f[2] == "ring0") { t += c; if (f[n] != "[unknown]") k += c } }
+		r = f[2] ~ /^ring[0-9]$/ ? f[2] : f[3]  # after the process frame, if there is one
+		if (f[1] ~ re && r == "ring0") { t += c; if (f[n] != "[unknown]") k += c } }
 		END { printf "%d %d\n", k, t }' "$1/stacks.folded" >"$T/$cur.named"
 	read -r k t <"$T/$cur.named"
 	echo "  ($cur: $k of $t kernel-mode samples of $2 named by the kernel's own kallsyms)"
 	[ "${t:-0}" -ge 100 ] && [ $((k * 100)) -ge $((t * 90)) ] || bad "only $k of $t kernel-mode samples named"
+}
+# work_checks DIR: what the host's profile says of the guest's workload (pvinit.work=profile): its
+# processes by the guest's pid and command (docs/profiling.md, "Processes and kernel stacks of a
+# Linux guest"): spinA and spinB, nice 0 and 5 on one CPU, share it 75:25 (within 5 points);
+# spinsys's kernel-mode samples are named (90%), unwound by the kernel's ORC tables up to the
+# system call's entry (80%), and its stacks go through do_syscall_64 and read or write.
+work_checks() {
+	pa=$(sed -n 's/^pvinit: profile work done: spinA \([0-9]*\), spinB \([0-9]*\).*/\1/p' "$T/$cur.out")
+	pb=$(sed -n 's/^pvinit: profile work done: spinA \([0-9]*\), spinB \([0-9]*\).*/\2/p' "$T/$cur.out")
+	[ -n "$pa" ] || { bad "the guest's workload did not finish"; return; }
+	"$PV" profile report "$1" --processes >"$T/$cur.procs" 2>&1 || bad "profile report --processes failed: $(tail -n 1 "$T/$cur.procs")"
+	a=$(awk -v p="$pa" '$1 == p && $2 == "spinA" { print $3 }' "$T/$cur.procs")
+	b=$(awk -v p="$pb" '$1 == p && $2 == "spinB" { print $3 }' "$T/$cur.procs")
+	echo "  ($cur: spinA[$pa] ${a:-no} samples, spinB[$pb] ${b:-no} samples; want 75:25)"
+	if [ -z "$a" ] || [ -z "$b" ] || [ $((a + b)) -lt 1000 ]; then
+		bad "the processes table lacks spinA or spinB, or has under 1000 samples of them: $(head -n 8 "$T/$cur.procs" | tr '\n' ';')"
+	elif [ $((a * 100)) -lt $(((a + b) * 70)) ] || [ $((a * 100)) -gt $(((a + b) * 80)) ]; then
+		bad "spinA has $a of $((a + b)) samples: not 75% within 5 points"
+	fi
+	awk '{ c = $NF; s = $0; sub(/ [0-9]+$/, "", s); n = split(s, f, ";")
+		if (f[2] !~ /^spinsys\[/ || f[3] != "ring0") next
+		t += c; if (f[n] != "[unknown]") k += c; if (f[4] ~ /^entry_SYSCALL_64/) e += c
+		if (s ~ /;do_syscall_64;/) d += c; if (s ~ /;ksys_(read|write);/) r += c }
+		END { printf "%d %d %d %d %d\n", t, k, e, d, r }' "$1/stacks.folded" >"$T/$cur.sys"
+	read -r t k e d r <"$T/$cur.sys"
+	echo "  ($cur: spinsys: $t kernel-mode samples, $k named, $e from entry_SYSCALL_64, $d through do_syscall_64, $r through ksys_read or ksys_write)"
+	[ "${t:-0}" -ge 100 ] || bad "spinsys has $t kernel-mode samples"
+	[ $((k * 100)) -ge $((t * 90)) ] || bad "only $k of spinsys's $t kernel-mode samples named"
+	[ $((e * 100)) -ge $((t * 80)) ] || bad "only $e of spinsys's $t kernel stacks reach entry_SYSCALL_64"
+	[ $((d * 100)) -ge $((t * 50)) ] && [ "${r:-0}" -gt 0 ] || bad "spinsys's stacks do not go through do_syscall_64 ($d) and ksys_read/write ($r)"
 }
 # top N DIR: the profile's N hottest symbols, one a line.
 top() { awk 'NR > 3 && $NF != "[unknown]" { print $NF }' "$2/symbols.txt" | head -n "$1"; }
@@ -79,7 +112,7 @@ linux_ready "linux-poweroff linux-reboot" || exit 0
 cur=linux-poweroff; : >"$T/$cur.out"
 t0=$(date +%s)
 start_vm linux-poweroff 300 run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 256M --cpus 2 \
-	--cmdline "$CMD pvinit=poweroff" --timeout 240 --verbose --kernel-decompress guest \
+	--cmdline "$CMD pvinit=poweroff pvinit.work=profile" --timeout 240 --verbose --kernel-decompress guest \
 	--profile task-clock:1ms --profile-output "$T/prof-kaslr"
 ok=1
 if wait_out 'pvinit: rtc0 .*since_epoch [0-9]'; then
@@ -102,13 +135,15 @@ expect_err 'kernel .*vmlinuz: entry 0x100200, 1 segments at 0x100000-'
 expect_err 'profile: task-clock:1000000ns, [0-9]\{5,\} symbols (kallsyms)'
 expect_err 'profile: the guest kernel runs at [-+][0-9]* MiB from its link address (KASLR; entry_SYSCALL_64 at 0x'
 named "$T/prof-kaslr" vcpu1
+expect_err 'profile: Linux 6\.[0-9]* guest: processes from its BTF, kernel stacks by its ORC tables'
+work_checks "$T/prof-kaslr"
 done_test
 
 # reboot -f: Linux's first reboot method is the FADT's reset register, status 0. perfvisor
 # decompresses the kernel (the default for xz).
 t0=$(date +%s)
 run linux-reboot 300 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 256M --cpus 2 \
-	--cmdline "$CMD pvinit=reboot" --timeout 240 --verbose --profile task-clock:1ms \
+	--cmdline "$CMD pvinit=reboot pvinit.work=profile" --timeout 240 --verbose --profile task-clock:1ms \
 	--profile-output "$T/prof-nokaslr"
 expect_status 0
 linux_checks
@@ -118,6 +153,7 @@ expect_err 'boot protocol linux: .*xz payload decompressed on the host: vmlinux 
 expect_err 'kernel .*vmlinuz: entry 0x1000000, [0-9]* segments at 0x1000000-'
 expect_err 'profile: the guest kernel runs at +0 MiB from its link address'
 named "$T/prof-nokaslr" 'vcpu[0-9]*'
+work_checks "$T/prof-nokaslr"
 top 3 "$T/prof-nokaslr" >"$T/top3"
 top 10 "$T/prof-kaslr" >"$T/top10"
 echo "  ($cur: the top three without KASLR: $(tr '\n' ' ' <"$T/top3"); with: $(head -n 3 "$T/top10" | tr '\n' ' '))"
