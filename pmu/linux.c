@@ -36,7 +36,13 @@ enum {
 	ORC_REG_BP_INDIRECT = 8,
 	ORC_REG_SP_INDIRECT = 9,
 };
-enum orc_type { T_CALL, T_REGS, T_REGS_PARTIAL, T_END, T_UNDEFINED };
+enum orc_type {
+	T_CALL,
+	T_REGS,
+	T_REGS_PARTIAL,
+	T_END,
+	T_UNDEFINED
+};
 
 /* pt_regs (x86-64): where ip, cs, sp and bp are. */
 #define PT_BP 32
@@ -113,9 +119,8 @@ static void load_tasks(struct prof_linux *lx, const struct elf_file *f)
 	}
 	btf__free(btf);
 	if (tgid < 0 || comm < 0 || cur < 0) {
-		snprintf(lx->tasks_why, sizeof(lx->tasks_why),
-			 "the kernel's BTF lacks %s", tgid < 0 || comm < 0 ? "task_struct's tgid or comm"
-									   : "the per-CPU current task");
+		snprintf(lx->tasks_why, sizeof(lx->tasks_why), "the kernel's BTF lacks %s",
+			 tgid < 0 || comm < 0 ? "task_struct's tgid or comm" : "the per-CPU current task");
 		return;
 	}
 	lx->current_task = (uint64_t)cur;
@@ -145,18 +150,21 @@ static void load_orc(struct prof_linux *lx, const struct elf_file *f)
 	unsigned v = lx->version[0] * 100 + lx->version[1];
 	size_t n;
 
-	if (elf_section_named(f, ".orc_unwind_ip", &ip, NULL) || elf_section_named(f, ".orc_unwind", &u, NULL)) {
-		snprintf(lx->orc_why, sizeof(lx->orc_why), "the kernel has no ORC tables (.orc_unwind_ip, .orc_unwind)");
+	if (elf_section_named(f, ".orc_unwind_ip", &ip, NULL) ||
+	    elf_section_named(f, ".orc_unwind", &u, NULL)) {
+		snprintf(lx->orc_why, sizeof(lx->orc_why),
+			 "the kernel has no ORC tables (.orc_unwind_ip, .orc_unwind)");
 		return;
 	}
 	n = ip.size / 4;
 	if (!n || ip.size % 4 || u.size != n * 6) {
-		snprintf(lx->orc_why, sizeof(lx->orc_why), "the kernel's ORC tables disagree (%zu entries, %zu bytes)",
-			 n, (size_t)u.size);
+		snprintf(lx->orc_why, sizeof(lx->orc_why),
+			 "the kernel's ORC tables disagree (%zu entries, %zu bytes)", n, (size_t)u.size);
 		return;
 	}
 	if (v < 400 || v > 9999) {
-		snprintf(lx->orc_why, sizeof(lx->orc_why), "no Linux version in the image: the ORC format is not known");
+		snprintf(lx->orc_why, sizeof(lx->orc_why),
+			 "no Linux version in the image: the ORC format is not known");
 		return;
 	}
 	lx->orc_ip = malloc(n * sizeof(*lx->orc_ip));
@@ -217,12 +225,15 @@ int prof_linux_task(const struct prof_linux *lx, uint64_t pcpu_base, prof_read_f
 	if (!lx->tasks || !prof_linux_kernel_address(pcpu_base))
 		return -ENOENT;
 	if (!rd(ctx, pcpu_base + lx->current_task, &task, 8) || !prof_linux_kernel_address(task) ||
-	    !rd(ctx, task + lx->off_tgid, &tgid, 4) || tgid < 0 || !rd(ctx, task + lx->off_comm, c, sizeof(c)))
+	    !rd(ctx, task + lx->off_tgid, &tgid, 4) || tgid < 0 ||
+	    !rd(ctx, task + lx->off_comm, c, sizeof(c)))
 		return -EFAULT;
 	*pid = tgid;
 	for (size_t i = 0; i < sizeof(c); i++) {
 		/* Printable, and nothing that separates frames or counts in folded stacks. */
-		comm[i] = c[i] == 0 || i == sizeof(c) - 1 ? 0 : c[i] < 0x21 || c[i] > 0x7e || c[i] == ';' ? '_' : c[i];
+		comm[i] = c[i] == 0 || i == sizeof(c) - 1	      ? 0
+			  : c[i] < 0x21 || c[i] > 0x7e || c[i] == ';' ? '_'
+								      : c[i];
 		if (!comm[i])
 			break;
 	}
@@ -260,8 +271,10 @@ static bool orc_find(const struct prof_linux *lx, uint64_t a, struct orc *o)
 	o->sp_reg = b & 15;
 	o->bp_reg = (b >> 4) & 15;
 	if (lx->orc_format == 3) { /* 6.4 on: type:3, signal:1 */
-		static const enum orc_type types[8] = { T_UNDEFINED, T_END,	  T_CALL,      T_REGS,
-							T_REGS_PARTIAL, T_UNDEFINED, T_UNDEFINED, T_UNDEFINED };
+		static const enum orc_type types[8] = {
+			T_UNDEFINED,	T_END,	     T_CALL,	  T_REGS,
+			T_REGS_PARTIAL, T_UNDEFINED, T_UNDEFINED, T_UNDEFINED
+		};
 
 		o->type = types[(b >> 8) & 7];
 		o->signal = (b >> 11) & 1;
@@ -328,8 +341,10 @@ unsigned prof_linux_unwind(const struct prof_linux *lx, uint64_t slide, const st
 			/* Only the interrupted frame's registers are known. */
 			if (!first)
 				goto bad;
-			reg = o.sp_reg == ORC_REG_DI ? r->di : o.sp_reg == ORC_REG_DX ? r->dx
-							 : o.sp_reg == ORC_REG_R10 ? r->r10 : r->r13;
+			reg = o.sp_reg == ORC_REG_DI	? r->di
+			      : o.sp_reg == ORC_REG_DX	? r->dx
+			      : o.sp_reg == ORC_REG_R10 ? r->r10
+							: r->r13;
 			cfa = reg + (uint64_t)(int64_t)o.sp_off;
 			break;
 		default:
@@ -350,7 +365,8 @@ unsigned prof_linux_unwind(const struct prof_linux *lx, uint64_t slide, const st
 				goto bad;
 			break;
 		default: /* T_REGS_PARTIAL: the hardware's interrupt frame */
-			if (!rd64(rd, ctx, cfa, &nip) || !rd64(rd, ctx, cfa + 8, &cs) || !rd64(rd, ctx, cfa + 24, &nsp))
+			if (!rd64(rd, ctx, cfa, &nip) || !rd64(rd, ctx, cfa + 8, &cs) ||
+			    !rd64(rd, ctx, cfa + 24, &nsp))
 				goto bad;
 			break;
 		}

@@ -459,6 +459,7 @@ struct prof_meta {
 	const uint64_t *per_vcpu_samples, *per_vcpu_dropped, *per_vcpu_throttled; /* nr_vcpus each */
 	const uint64_t *per_vcpu_sample_ns;					  /* NULL: not known */
 	uint64_t duration_ns;
+	const struct prof_linux *linux_guest; /* a Linux guest: what of it is known (NULL: not Linux) */
 };
 
 typedef struct json_t json_t;

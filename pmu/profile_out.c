@@ -146,6 +146,20 @@ json_t *prof_to_json(const struct prof_data *d, const struct prof_meta *m)
 			 (json_int_t)m->duration_ns, "samples", (json_int_t)d->samples, "lost",
 			 (json_int_t)d->lost, "unknown", (json_int_t)unknown, "vcpus", vcpus, "stacks",
 			 ordered);
+	/* A Linux guest: what the profile could read of it, and why not (docs/profiling.md). */
+	if (root && m->linux_guest) {
+		const struct prof_linux *lx = m->linux_guest;
+		char procs[160], kstacks[160];
+
+		snprintf(procs, sizeof(procs), "%s%s",
+			 lx->tasks ? "from its BTF" : "not known: ", lx->tasks_why);
+		snprintf(kstacks, sizeof(kstacks), "%s%s",
+			 lx->n_orc ? "by its ORC tables" : "by frame pointers: ", lx->orc_why);
+		json_object_set_new(root, "linux",
+				    json_pack("{s:s, s:s, s:b}", "processes", procs, "kernel_stacks", kstacks,
+					      "kaslr_slide_known",
+					      __atomic_load_n(&m->syms->slide_known, __ATOMIC_ACQUIRE)));
+	}
 	return root;
 }
 
@@ -293,6 +307,18 @@ static int table_build(const json_t *profile, struct table *t, uint64_t *total, 
 	return 0;
 }
 
+/* A Linux guest's line: where its processes and kernel stacks came from, or why not. */
+static void write_linux_line(FILE *out, const json_t *profile)
+{
+	const json_t *lx = json_object_get(profile, "linux");
+	const char *procs = json_string_value(json_object_get(lx, "processes"));
+	const char *kstacks = json_string_value(json_object_get(lx, "kernel_stacks"));
+
+	if (json_is_object(lx))
+		fprintf(out, "linux guest: processes %s; kernel stacks %s\n", procs ? procs : "?",
+			kstacks ? kstacks : "?");
+}
+
 int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 {
 	uint64_t total, ring[5] = { 0 }, dropped = 0, throttled = 0;
@@ -321,6 +347,7 @@ int prof_write_table(FILE *out, const json_t *profile, unsigned top)
 		fprintf(out, ", outside the guest: %" PRIu64 " samples (%.1f%%)", ring[4],
 			pct(ring[4], total));
 	fputc('\n', out);
+	write_linux_line(out, profile);
 	fprintf(out, "%9s %6s %9s %6s", "self", "self%", "total", "total%");
 	for (unsigned c = 0; c < t.nr_vcpus; c++)
 		fprintf(out, " %8s%-2u", "vcpu", c);
@@ -427,6 +454,7 @@ int prof_write_processes(FILE *out, const json_t *profile)
 		fprintf(out, "profile: %" PRIu64 " samples (%s) in %zu processes; symbols: %s\n", total,
 			json_string_value(json_object_get(profile, "spec")), n,
 			json_string_value(json_object_get(profile, "symbols")));
+		write_linux_line(out, profile);
 		fprintf(out, "%8s  %-16s %9s %6s  %s\n", "pid", "command", "samples", "share", "top symbol");
 	}
 	for (size_t k = 0; k < n; k++) {

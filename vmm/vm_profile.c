@@ -671,7 +671,8 @@ json_t *vm_profile_json(struct vm_profile *p)
 							.per_vcpu_dropped = c + n,
 							.per_vcpu_throttled = c + 2 * n,
 							.per_vcpu_sample_ns = c + 3 * n,
-							.duration_ns = util_now_ns() - p->start_ns });
+							.duration_ns = util_now_ns() - p->start_ns,
+							.linux_guest = p->syms.anchor ? &p->lx : NULL });
 	free(c);
 	return j;
 }

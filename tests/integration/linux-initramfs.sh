@@ -91,6 +91,7 @@ case " $(cat /proc/cmdline) " in
 	spin spinsys sys 3
 	taskset 2 spin spinA 0 6 & a=$!
 	taskset 2 spin spinB 5 6 & b=$!
+	echo "pvinit: profile work: spinA $a, spinB $b started"
 	wait
 	echo "pvinit: profile work done: spinA $a, spinB $b" ;;
 esac

@@ -172,7 +172,8 @@ Test(linux_guest, load_a_kernel)
 	struct prof_linux lx;
 	struct errbuf err;
 	size_t len;
-	uint8_t *img = vmlinux(true, true, "Linux version 6.1.0-57-amd64 (debian-kernel@lists.debian.org)", &len);
+	uint8_t *img =
+		vmlinux(true, true, "Linux version 6.1.0-57-amd64 (debian-kernel@lists.debian.org)", &len);
 
 	cr_assert_eq(prof_linux_load(&lx, img, len, &err), 0, "%s", err.msg);
 	cr_assert(lx.tasks, "%s", lx.tasks_why);
@@ -216,7 +217,9 @@ Test(linux_guest, load_what_is_missing)
 	cr_assert_eq(prof_linux_load(&lx, "not an ELF", 10, &err), -EINVAL);
 }
 
-static const struct prof_linux task_lx = { .tasks = true, .current_task = 0x40, .off_tgid = 0x104, .off_comm = 0x300 };
+static const struct prof_linux task_lx = {
+	.tasks = true, .current_task = 0x40, .off_tgid = 0x104, .off_comm = 0x300
+};
 
 Test(linux_guest, current_task)
 {
@@ -264,11 +267,11 @@ static struct prof_linux_regs stack(uint64_t slide)
 	const uint64_t s = MEM_BASE + 0x8000, b = MEM_BASE + 0x8100, regs = b + 16;
 
 	memset(mem, 0, sizeof(mem));
-	put64(s + 8, TEXT + 0x2020 + slide);	 /* F returns into G */
-	put64(b, MEM_BASE + 0x9000);		 /* G's caller's bp */
-	put64(b + 8, TEXT + 0x3010 + slide);	 /* G returns into the entry */
-	put64(regs + 128, 0x401000);		 /* pt_regs: user ip */
-	put64(regs + 136, 0x33);		 /* user CS */
+	put64(s + 8, TEXT + 0x2020 + slide);  /* F returns into G */
+	put64(b, MEM_BASE + 0x9000);	      /* G's caller's bp */
+	put64(b + 8, TEXT + 0x3010 + slide);  /* G returns into the entry */
+	put64(regs + 128, 0x401000);	      /* pt_regs: user ip */
+	put64(regs + 136, 0x33);	      /* user CS */
 	put64(regs + 152, 0x7ffffffde000ULL); /* user sp */
 	return (struct prof_linux_regs){ .ip = TEXT + 0x1010 + slide, .sp = s, .bp = b };
 }
@@ -297,7 +300,8 @@ Test(linux_guest, orc_walk)
 	cr_assert_eq(prof_linux_unwind(&lx, 0, &r, rd, NULL, pc, PROF_MAX_DEPTH, &tr), 1);
 	cr_assert_not(tr);
 	/* No table (frame pointers instead): the leaf. */
-	cr_assert_eq(prof_linux_unwind(&(struct prof_linux){ 0 }, 0, &r, rd, NULL, pc, PROF_MAX_DEPTH, &tr), 1);
+	cr_assert_eq(prof_linux_unwind(&(struct prof_linux){ 0 }, 0, &r, rd, NULL, pc, PROF_MAX_DEPTH, &tr),
+		     1);
 }
 
 Test(linux_guest, orc_walk_hostile)
@@ -339,7 +343,8 @@ Test(linux_guest, orc_walk_hostile)
 		r = (struct prof_linux_regs){ .ip = TEXT + 0x1000 + (uint64_t)(rand() % 0x4000),
 					      .sp = MEM_BASE + (uint64_t)(rand() % MEM_SIZE),
 					      .bp = MEM_BASE + (uint64_t)(rand() % MEM_SIZE) };
-		cr_assert_leq(prof_linux_unwind(&lx, 0, &r, rd, NULL, pc, PROF_MAX_DEPTH, &tr), PROF_MAX_DEPTH);
+		cr_assert_leq(prof_linux_unwind(&lx, 0, &r, rd, NULL, pc, PROF_MAX_DEPTH, &tr),
+			      PROF_MAX_DEPTH);
 	}
 }
 
@@ -351,7 +356,9 @@ Test(linux_guest, orc_formats)
 		{ 16, 0, (uint16_t)(5 | 0 << 4 | 2 << 8) },
 		{ 0, 0, (uint16_t)(1 << 8) },
 	};
-	struct prof_linux lx = { .n_orc = 2, .orc_format = 3, .orc_ip = (uint64_t *)addr, .orc = (uint8_t *)ent };
+	struct prof_linux lx = {
+		.n_orc = 2, .orc_format = 3, .orc_ip = (uint64_t *)addr, .orc = (uint8_t *)ent
+	};
 	struct prof_linux_regs r = stack(0);
 	uint64_t pc[PROF_MAX_DEPTH];
 	bool tr;

@@ -447,6 +447,23 @@ Test(profile_out, processes)
 	cr_assert(strstr(buf, "       -  [no process]             1  14.3%  hot_b (100.0%)\n"), "%s", buf);
 	free(buf);
 	json_decref(j);
+	/* A Linux kernel without BTF or ORC still profiles; the report says what is missing and why. */
+	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
+						  .syms = &syms,
+						  .per_vcpu_samples = samples,
+						  .per_vcpu_dropped = samples,
+						  .per_vcpu_throttled = samples,
+						  .linux_guest = &(struct prof_linux){
+							  .tasks_why = "no BTF", .orc_why = "no ORC" } });
+	cr_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "linux"), "processes")),
+			 "not known: no BTF");
+	buf = render(j, 0);
+	cr_assert(
+		strstr(buf,
+		       "linux guest: processes not known: no BTF; kernel stacks by frame pointers: no ORC\n"),
+		"%s", buf);
+	free(buf);
+	json_decref(j);
 	prof_data_fini(&d);
 	prof_symtab_fini(&syms);
 }

@@ -1,0 +1,41 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# A profiled Linux guest (Debian's kernel, decompressing itself: KASLR) snapshotted while two of
+# its processes share a CPU 75:25 (pvinit.work=profile: spinA at nice 0, spinB at nice 5), then
+# restored with a new --profile-output: the restored VM's profile (the snapshot's --profile)
+# still names the guest's functions through the slide MSR_LSTAR shows, its processes from the
+# kernel's BTF and its kernel stacks by ORC (docs/profiling.md, "Snapshot and restore"), and its
+# processes still share the CPU 75:25.
+# cases: linux-profile-snapshot linux-profile-restored
+. "$(dirname "$0")/../lib.sh"
+
+linux_ready "linux-profile-snapshot linux-profile-restored" || exit 0
+
+cur=linux-profile-snapshot; ok=1; : >"$T/$cur.out"
+start_vm linux-profile-snapshot 300 run --kernel "$LXK/vmlinuz" --initrd "$LXI" --memory 256M --cpus 2 \
+	--cmdline "console=ttyS0 panic=-1 pvinit=poweroff pvinit.work=profile" --timeout 240 \
+	--kernel-decompress guest --profile task-clock:1ms --profile-output "$T/p1" --api-socket "$T/s"
+if wait_out 'pvinit: profile work: spinA [0-9]*, spinB [0-9]* started'; then
+	sleep 2
+	snapshot "$T/s" "$T/snap" stop
+else
+	bad "the guest's workload never started"
+	kill $vmpid
+fi
+stop_vm
+expect_status 0
+pa=$(sed -n 's/^pvinit: profile work: spinA \([0-9]*\), spinB \([0-9]*\) started.*/\1/p' "$T/$cur.out")
+pb=$(sed -n 's/^pvinit: profile work: spinA \([0-9]*\), spinB \([0-9]*\) started.*/\2/p' "$T/$cur.out")
+[ -d "$T/p1" ] || bad "the snapshotted VM wrote no profile"
+done_test
+
+run linux-profile-restored 300 "$PV" run --restore "$T/snap" --profile-output "$T/p2" --verbose
+expect_status 0
+expect_out 'pvinit: profile work done'
+expect_err 'profile: Linux 6\.[0-9]* guest: processes from its BTF, kernel stacks by its ORC tables'
+expect_err 'profile: task-clock:1000000ns, [0-9]\{5,\} symbols (kallsyms)'
+expect_err 'profile: the guest kernel runs at [-+][0-9]* MiB from its link address (KASLR'
+grep -q '^linux guest: processes from its BTF; kernel stacks by its ORC tables$' "$T/p2/symbols.txt" ||
+	bad "the restored profile's report does not say where processes and stacks came from"
+[ -n "$pa" ] && spin_split "$T/p2" "$pa" "$pb"
+done_test
