@@ -475,6 +475,8 @@ int prof_write_folded(FILE *out, const json_t *profile);
 int prof_write_table(FILE *out, const json_t *profile, unsigned top);
 /* A Linux guest's processes: pid, command, samples, share, top symbol (stacks with pid and comm). 0 or -errno. */
 int prof_write_processes(FILE *out, const json_t *profile);
+/* Its first `top` rows as JSON: [{"pid" (-1: no process known),"comm","samples","percent","top_symbol"}]. NULL: no memory. */
+json_t *prof_processes_json(const json_t *profile, unsigned top);
 /* The table's first `top` rows as JSON: [{"symbol","self","total","percent","vcpus":[...]}]. NULL: no memory. */
 json_t *prof_top_json(const json_t *profile, unsigned top);
 /* `perfvisor profile report DIR [--folded|--top N|--json|--processes]` (argv[0] is "profile"). */

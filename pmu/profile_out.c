@@ -214,13 +214,20 @@ struct table {
 	struct row *rows;
 	size_t n, cap;
 	unsigned nr_vcpus;
+	json_t *index; /* name -> row number: a Linux guest has thousands of symbols */
 };
 
 static struct row *row_get(struct table *t, const char *name)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (!strcmp(t->rows[i].name, name))
-			return &t->rows[i];
+	json_t *at;
+
+	if (!t->index && !(t->index = json_object()))
+		return NULL;
+	at = json_object_get(t->index, name);
+	if (at)
+		return &t->rows[json_integer_value(at)];
+	if (json_object_set_new(t->index, name, json_integer((json_int_t)t->n)))
+		return NULL;
 	if (t->n == t->cap) {
 		size_t ncap = t->cap ? t->cap * 2 : 64;
 		struct row *r = realloc(t->rows, ncap * sizeof(*r));
@@ -259,6 +266,8 @@ static void table_free(struct table *t)
 	free(t->rows);
 	t->rows = NULL;
 	t->n = 0;
+	json_decref(t->index);
+	t->index = NULL;
 }
 
 /*
@@ -405,14 +414,21 @@ static int by_samples(const void *a, const void *b)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
-int prof_write_processes(FILE *out, const json_t *profile)
+static void procs_free(struct proc_row *rows, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		table_free(&rows[k].leaves);
+	free(rows);
+}
+
+/* The processes of a profile's stacks, most samples first, each with its leaves most first. */
+static int procs_build(const json_t *profile, struct proc_row **out, size_t *nout, uint64_t *total)
 {
 	const json_t *stacks = json_object_get(profile, "stacks"), *st;
 	struct proc_row *rows = NULL;
 	size_t n = 0, i;
-	uint64_t total = 0;
-	int rc = 0;
 
+	*total = 0;
 	if (!json_is_array(stacks))
 		return -EINVAL;
 	json_array_foreach(stacks, i, st)
@@ -425,7 +441,7 @@ int prof_write_processes(FILE *out, const json_t *profile)
 		struct proc_row *r = NULL;
 		struct row *l;
 
-		total += count;
+		*total += count;
 		for (size_t k = 0; k < n && !r; k++)
 			if (rows[k].pid == pid && !strcmp(rows[k].comm, comm ? comm : "[no process]"))
 				r = &rows[k];
@@ -433,8 +449,8 @@ int prof_write_processes(FILE *out, const json_t *profile)
 			struct proc_row *g = realloc(rows, (n + 1) * sizeof(*rows));
 
 			if (!g) {
-				rc = -ENOMEM;
-				break;
+				procs_free(rows, n);
+				return -ENOMEM;
 			}
 			rows = g;
 			r = &rows[n++];
@@ -443,40 +459,71 @@ int prof_write_processes(FILE *out, const json_t *profile)
 		r->samples += count;
 		l = row_get(&r->leaves, leaf ? leaf : "?");
 		if (!l) {
-			rc = -ENOMEM;
-			break;
+			procs_free(rows, n);
+			return -ENOMEM;
 		}
 		l->self += count;
 	}
-	if (!rc && n)
+	if (n)
 		qsort(rows, n, sizeof(*rows), by_samples);
-	if (!rc) {
-		fprintf(out, "profile: %" PRIu64 " samples (%s) in %zu processes; symbols: %s\n", total,
-			json_string_value(json_object_get(profile, "spec")), n,
-			json_string_value(json_object_get(profile, "symbols")));
-		write_linux_line(out, profile);
-		fprintf(out, "%8s  %-16s %9s %6s  %s\n", "pid", "command", "samples", "share", "top symbol");
-	}
-	for (size_t k = 0; k < n; k++) {
-		struct proc_row *r = &rows[k];
+	for (size_t k = 0; k < n; k++)
+		if (rows[k].leaves.n)
+			qsort(rows[k].leaves.rows, rows[k].leaves.n, sizeof(rows[k].leaves.rows[0]), by_self);
+	*out = rows;
+	*nout = n;
+	return 0;
+}
 
-		if (!rc) {
-			if (r->leaves.n)
-				qsort(r->leaves.rows, r->leaves.n, sizeof(r->leaves.rows[0]), by_self);
-			if (r->pid < 0)
-				fprintf(out, "%8s  %-16s", "-", r->comm);
-			else
-				fprintf(out, "%8lld  %-16s", r->pid, r->comm);
-			fprintf(out, " %9" PRIu64 " %5.1f%%  %s (%.1f%%)\n", r->samples,
-				pct(r->samples, total), r->leaves.n ? r->leaves.rows[0].name : "-",
-				r->leaves.n ? pct(r->leaves.rows[0].self, r->samples) : 0.0);
-		}
-		table_free(&r->leaves);
+int prof_write_processes(FILE *out, const json_t *profile)
+{
+	struct proc_row *rows;
+	size_t n;
+	uint64_t total;
+	int rc = procs_build(profile, &rows, &n, &total);
+
+	if (rc)
+		return rc;
+	fprintf(out, "profile: %" PRIu64 " samples (%s) in %zu processes; symbols: %s\n", total,
+		json_string_value(json_object_get(profile, "spec")), n,
+		json_string_value(json_object_get(profile, "symbols")));
+	write_linux_line(out, profile);
+	fprintf(out, "%8s  %-16s %9s %6s  %s\n", "pid", "command", "samples", "share", "top symbol");
+	for (size_t k = 0; k < n; k++) {
+		const struct proc_row *r = &rows[k];
+
+		if (r->pid < 0)
+			fprintf(out, "%8s  %-16s", "-", r->comm);
+		else
+			fprintf(out, "%8lld  %-16s", r->pid, r->comm);
+		fprintf(out, " %9" PRIu64 " %5.1f%%  %s (%.1f%%)\n", r->samples, pct(r->samples, total),
+			r->leaves.n ? r->leaves.rows[0].name : "-",
+			r->leaves.n ? pct(r->leaves.rows[0].self, r->samples) : 0.0);
 	}
-	free(rows);
-	if (!rc && ferror(out))
-		rc = -EIO;
-	return rc;
+	procs_free(rows, n);
+	return ferror(out) ? -EIO : 0;
+}
+
+json_t *prof_processes_json(const json_t *profile, unsigned top)
+{
+	struct proc_row *rows;
+	size_t n;
+	uint64_t total;
+	json_t *out = json_array();
+
+	if (!out || procs_build(profile, &rows, &n, &total)) {
+		json_decref(out);
+		return NULL;
+	}
+	for (size_t k = 0; k < n && k < top; k++) {
+		const struct proc_row *r = &rows[k];
+
+		json_array_append_new(out, json_pack("{s:I, s:s, s:I, s:f, s:s}", "pid", (json_int_t)r->pid,
+						     "comm", r->comm, "samples", (json_int_t)r->samples,
+						     "percent", pct(r->samples, total), "top_symbol",
+						     r->leaves.n ? r->leaves.rows[0].name : "-"));
+	}
+	procs_free(rows, n);
+	return out;
 }
 
 static const char profile_usage[] =

@@ -36,7 +36,8 @@ static const char stat_usage[] =
 	"  --count N           stop after N samples\n"
 	"  --fields GLOB[,GLOB...]  only fields whose name matches (fnmatch)\n"
 	"  --profile-top N     with a control socket TARGET and the table: below it, the top N\n"
-	"                      symbols of the VM's profile (perfvisor run --profile; docs/profiling.md)\n"
+	"                      symbols of the VM's profile (perfvisor run --profile; docs/profiling.md),\n"
+	"                      and of a Linux guest the top N processes\n"
 	"  --help              show this help\n";
 
 enum stat_format {
@@ -453,7 +454,7 @@ static bool vm_stopped(const struct stats_snap *s)
 /* The top symbols of the VM's profile, asked over its control socket ({"cmd":"profile"}). */
 static void print_profile(const struct stat_opts *o)
 {
-	char req[64], reply[16384];
+	char req[64], reply[65536]; /* 100 symbols and 100 processes fit */
 	struct errbuf err = { "" };
 	json_t *r, *row;
 	json_error_t jerr;
@@ -485,6 +486,23 @@ static void print_profile(const struct stat_opts *o)
 		printf("%9lld %5.1f%%  %s\n", (long long)json_integer_value(json_object_get(row, "self")),
 		       json_real_value(json_object_get(row, "percent")),
 		       json_string_value(json_object_get(row, "symbol")));
+	/* A Linux guest's processes (docs/profiling.md). */
+	if (json_array_size(json_object_get(r, "processes")))
+		printf("%8s  %-16s %9s %6s  %s\n", "pid", "command", "samples", "share", "top symbol");
+	json_array_foreach(json_object_get(r, "processes"), i, row)
+	{
+		const char *comm = json_string_value(json_object_get(row, "comm"));
+		const char *sym = json_string_value(json_object_get(row, "top_symbol"));
+		long long pid = (long long)json_integer_value(json_object_get(row, "pid"));
+
+		if (pid < 0)
+			printf("%8s", "-");
+		else
+			printf("%8lld", pid);
+		printf("  %-16s %9lld %5.1f%%  %s\n", comm ? comm : "?",
+		       (long long)json_integer_value(json_object_get(row, "samples")),
+		       json_real_value(json_object_get(row, "percent")), sym ? sym : "?");
+	}
 	json_decref(r);
 }
 

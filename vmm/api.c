@@ -179,6 +179,9 @@ static json_t *api_profile(const struct api_env *e, const struct api_request *r)
 			  "samples", json_object_get(p, "samples"), "unknown", json_object_get(p, "unknown"),
 			  "lost", json_object_get(p, "lost"), "vcpus", json_object_get(p, "vcpus"), "top",
 			  top);
+	/* A Linux guest: its top processes too (docs/profiling.md). */
+	if (reply && json_object_get(p, "linux"))
+		json_object_set_new(reply, "processes", prof_processes_json(p, r->top));
 	json_decref(p);
 	return reply ? reply : api_error("profile: out of memory");
 }

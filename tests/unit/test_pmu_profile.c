@@ -446,6 +446,12 @@ Test(profile_out, processes)
 	cr_assert(strstr(buf, "      43  spinB                    2  28.6%  hot_a (100.0%)\n"), "%s", buf);
 	cr_assert(strstr(buf, "       -  [no process]             1  14.3%  hot_b (100.0%)\n"), "%s", buf);
 	free(buf);
+	st = prof_processes_json(j, 2);
+	cr_assert_eq(json_array_size(st), 2, "the top 2");
+	cr_assert_eq(json_integer_value(json_object_get(json_array_get(st, 0), "pid")), 42);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(st, 0), "top_symbol")), "hot_a");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(st, 1), "comm")), "spinB");
+	json_decref((json_t *)st);
 	json_decref(j);
 	/* A Linux kernel without BTF or ORC still profiles; the report says what is missing and why. */
 	j = prof_to_json(&d, &(struct prof_meta){ .spec = &spec,
