@@ -218,7 +218,8 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 	}
 	rc = load_symbols(p, cfg, vm, len, err);
 	/* A Linux kernel's processes and ORC tables (docs/profiling.md). */
-	if (!rc && vm && p->syms.anchor) {
+	/* PERFVISOR_PROFILE_NO_LINUX (bench/linuxprof.sh): the profile as it was before, to compare. */
+	if (!rc && vm && p->syms.anchor && !getenv("PERFVISOR_PROFILE_NO_LINUX")) {
 		prof_linux_load(&p->lx, vm, len, NULL);
 		if (cfg->verbose)
 			vm_log("profile: Linux %u.%u guest: processes %s%s, kernel stacks by %s%s",
@@ -420,34 +421,42 @@ static bool read_guest_u64(const struct gmem *mem, const struct kvm_sregs *sr, u
 	return true;
 }
 
-/* Guest-virtual reads for a Linux guest's task and ORC walks (prof_read_fn). */
+/*
+ * Guest-virtual reads for a Linux guest's task and ORC walks (prof_read_fn),
+ * for one sample: the last page translated is kept (a stack walk reads a
+ * few words of one or two pages).
+ */
 struct guest_reader {
 	const struct gmem *mem;
 	const struct kvm_sregs *sr;
+	uint64_t page;	    /* the guest-virtual page hva maps; hva NULL: none */
+	const uint8_t *hva; /* its 4096 bytes */
 };
 
 static bool guest_read(void *ctx, uint64_t gva, void *buf, size_t len)
 {
-	const struct guest_reader *g = ctx;
+	struct guest_reader *g = ctx;
 	uint8_t *out = buf;
 
 	while (len) {
 		size_t chunk = 4096 - (gva & 4095) < len ? 4096 - (gva & 4095) : len;
 		uint64_t gpa;
-		const void *hva;
 
-		if (!translate(g->mem, g->sr, gva, &gpa)) {
-			/* A PTI kernel in user mode: its own tables are the user ones without bit 12. */
-			struct kvm_sregs k = *g->sr;
+		if (!g->hva || g->page != (gva & ~4095ULL)) {
+			if (!translate(g->mem, g->sr, gva, &gpa)) {
+				/* A PTI kernel in user mode: its own tables are the user ones without bit 12. */
+				struct kvm_sregs k = *g->sr;
 
-			k.cr3 &= ~(1ULL << 12);
-			if (!(g->sr->cr3 & (1ULL << 12)) || !translate(g->mem, &k, gva, &gpa))
+				k.cr3 &= ~(1ULL << 12);
+				if (!(g->sr->cr3 & (1ULL << 12)) || !translate(g->mem, &k, gva, &gpa))
+					return false;
+			}
+			g->hva = gmem_hva(g->mem, gpa & ~4095ULL, 4096);
+			g->page = gva & ~4095ULL;
+			if (!g->hva)
 				return false;
 		}
-		hva = gmem_hva(g->mem, gpa, chunk);
-		if (!hva)
-			return false;
-		memcpy(out, hva, chunk); /* another vCPU may be changing it: read once */
+		memcpy(out, g->hva + (gva & 4095), chunk); /* another vCPU may be changing it: read once */
 		out += chunk;
 		gva += chunk;
 		len -= chunk;
@@ -463,7 +472,7 @@ static bool guest_read(void *ctx, uint64_t gva, void *buf, size_t len)
 static bool linux_sample(struct vm_profile *p, struct prof_vcpu *v, const struct kvm_regs *regs,
 			 const struct kvm_sregs *sr, struct prof_sample *s)
 {
-	struct guest_reader g = { p->mem, sr };
+	struct guest_reader g = { p->mem, sr, 0, NULL };
 	bool orc =
 		p->lx.n_orc && s->cpl == 0 && (sr->efer & X86_EFER_LMA) && sr->cs.l && (sr->cr0 & X86_CR0_PG);
 
