@@ -5,7 +5,7 @@
 # restored with a new --profile-output: the restored VM's profile (the snapshot's --profile)
 # still names the guest's functions through the slide MSR_LSTAR shows, its processes from the
 # kernel's BTF and its kernel stacks by ORC (docs/profiling.md, "Snapshot and restore"), and its
-# processes still share the CPU 75:25. Before the snapshot, perfvisor stat --profile-top shows the
+# processes still share the CPU about 75:25. Before the snapshot, perfvisor stat --profile-top shows the
 # running process live.
 # cases: linux-profile-snapshot linux-profile-restored
 . "$(dirname "$0")/../lib.sh"
@@ -17,7 +17,6 @@ start_vm linux-profile-snapshot 300 run --kernel "$LXK/vmlinuz" --initrd "$LXI" 
 	--cmdline "console=ttyS0 panic=-1 pvinit=poweroff pvinit.work=profile" --timeout 240 \
 	--kernel-decompress guest --profile task-clock:1ms --profile-output "$T/p1" --api-socket "$T/s"
 if wait_out 'pvinit: profile work: spinA [0-9]*, spinB [0-9]* started'; then
-	sleep 2
 	# Live: the top processes so far (perfvisor stat --profile-top, the control socket's profile).
 	"$PV" stat "$T/s" --once --fields 'profile.samples' --profile-top 20 >"$T/$cur.stat" 2>&1 || bad "stat failed"
 	grep -q '^ *[0-9][0-9]*  spinA  *[0-9][0-9]* ' "$T/$cur.stat" ||
@@ -42,5 +41,7 @@ expect_err 'profile: task-clock:1000000ns, [0-9]\{5,\} symbols (kallsyms)'
 expect_err 'profile: the guest kernel runs at [-+][0-9]* MiB from its link address (KASLR'
 grep -q '^linux guest: processes from its BTF; kernel stacks by its ORC tables$' "$T/p2/symbols.txt" ||
 	bad "the restored profile's report does not say where processes and stacks came from"
-[ -n "$pa" ] && spin_split "$T/p2" "$pa" "$pb"
+# What is left of the workload after the restore is shorter, and how much depends on the host:
+# 300 samples at least, 75:25 within 10 points.
+[ -n "$pa" ] && spin_split "$T/p2" "$pa" "$pb" 300 10
 done_test
