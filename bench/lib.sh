@@ -6,6 +6,9 @@
 # table's header (and $BENCH_HOST). bench_positive NAME VALUE: exit 2 unless
 # VALUE is a positive number. bench_need FILE...: exit 1 if one is missing.
 # bench_tmpdir: a temporary directory in $tmp, removed at exit.
+# bench_rotate N FN A B C: N rounds of FN MODE LABEL for the three modes, in
+# an order that rotates from round to round (A B C; B C A; C A B; ...), LABEL
+# the mode and the round's number (off1, stack1, ...).
 bench_awk_med='
 function med(a, n,    i, j, t, b) {
 	for (i = 1; i <= n; i++) b[i] = a[i]
@@ -36,4 +39,16 @@ bench_need() {
 bench_tmpdir() {
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT INT TERM
+}
+bench_rotate() {
+	br_i=1
+	while [ "$br_i" -le "$1" ]; do
+		case $((br_i % 3)) in
+		1) br_o="$3 $4 $5" ;;
+		2) br_o="$4 $5 $3" ;;
+		0) br_o="$5 $3 $4" ;;
+		esac
+		for br_m in $br_o; do "$2" "$br_m" "$br_m$br_i"; done
+		br_i=$((br_i + 1))
+	done
 }

@@ -28,16 +28,12 @@ run_guest() {
 	out="$tmp/out.$2"
 	prof=""
 	[ "$1" != off ] && prof="--profile task-clock:1ms --profile-output $tmp/prof.$2"
+	before=""
+	[ "$1" = fp ] && before="PERFVISOR_PROFILE_NO_LINUX=1"
 	st=0
-	# shellcheck disable=SC2086 # $prof is two options or none
-	if [ "$1" = fp ]; then
-		PERFVISOR_PROFILE_NO_LINUX=1 "$pv" run --kernel "$kernel" --initrd "$initrd" --cpus 2 --memory 256M \
-			--timeout 280 --cmdline "console=ttyS0 panic=-1 pvinit=poweroff pvinit.work=profile" $prof \
-			>"$out" 2>&1 || st=$?
-	else
-		"$pv" run --kernel "$kernel" --initrd "$initrd" --cpus 2 --memory 256M --timeout 280 \
-			--cmdline "console=ttyS0 panic=-1 pvinit=poweroff pvinit.work=profile" $prof >"$out" 2>&1 || st=$?
-	fi
+	# shellcheck disable=SC2086 # $before is one assignment or none, $prof two options or none
+	env $before "$pv" run --kernel "$kernel" --initrd "$initrd" --cpus 2 --memory 256M --timeout 280 \
+		--cmdline "console=ttyS0 panic=-1 pvinit=poweroff pvinit.work=profile" $prof >"$out" 2>&1 || st=$?
 	sys=$(sed -n 's/^spin spinsys: \([0-9]*\) loops.*/\1/p' "$out" | head -n 1)
 	user=$(sed -n 's/^spin spinA: \([0-9]*\) loops.*/\1/p' "$out" | head -n 1)
 	if [ "$st" -ne 0 ] || [ -z "$sys" ] || [ -z "$user" ]; then
@@ -58,15 +54,7 @@ run_guest() {
 
 echo "bench: linuxprof: $rounds rounds of Debian's kernel running spinsys, spinA and spinB, without --profile, with it as before (frame pointers, no processes) and with processes and ORC stacks ..."
 : >"$tmp/bench"
-i=1
-while [ "$i" -le "$rounds" ]; do
-	case $((i % 3)) in
-	1) run_guest off "off$i"; run_guest fp "fp$i"; run_guest linux "linux$i" ;;
-	2) run_guest fp "fp$i"; run_guest linux "linux$i"; run_guest off "off$i" ;;
-	0) run_guest linux "linux$i"; run_guest off "off$i"; run_guest fp "fp$i" ;;
-	esac
-	i=$((i + 1))
-done
+bench_rotate "$rounds" run_guest off fp linux
 
 echo
 awk -v host="$host" -v rounds="$rounds" "$bench_awk_med"'

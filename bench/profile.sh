@@ -53,15 +53,7 @@ run_guest() {
 
 echo "bench: profiling: $pairs rounds of ring3-compute runs ($iters steps) without --profile and with task-clock:1ms in mode=stack and mode=leaf ..."
 : >"$tmp/bench"
-i=1
-while [ "$i" -le "$pairs" ]; do
-	case $((i % 3)) in
-	1) run_guest off "off$i"; run_guest stack "stack$i"; run_guest leaf "leaf$i" ;;
-	2) run_guest stack "stack$i"; run_guest leaf "leaf$i"; run_guest off "off$i" ;;
-	0) run_guest leaf "leaf$i"; run_guest off "off$i"; run_guest stack "stack$i" ;;
-	esac
-	i=$((i + 1))
-done
+bench_rotate "$pairs" run_guest off stack leaf
 
 echo
 awk -v host="$host" -v pairs="$pairs" "$bench_awk_med"'
