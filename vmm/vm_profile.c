@@ -406,25 +406,10 @@ static bool translate(const struct gmem *mem, const struct kvm_sregs *sr, uint64
 	return false;
 }
 
-/* One 8-byte word of guest-virtual memory. */
-static bool read_guest_u64(const struct gmem *mem, const struct kvm_sregs *sr, uint64_t gva, uint64_t *out)
-{
-	uint64_t gpa;
-	const uint64_t *p;
-
-	if (gva & 7 || !translate(mem, sr, gva, &gpa))
-		return false;
-	p = gmem_hva(mem, gpa, 8);
-	if (!p)
-		return false;
-	*out = __atomic_load_n(p, __ATOMIC_RELAXED);
-	return true;
-}
-
 /*
- * Guest-virtual reads for a Linux guest's task and ORC walks (prof_read_fn),
- * for one sample: the last page translated is kept (a stack walk reads a
- * few words of one or two pages).
+ * Guest-virtual reads for a sample's stack walks and a Linux guest's task
+ * (prof_read_fn): through the guest's own page tables, the last page
+ * translated kept (a walk reads a few words of one or two pages).
  */
 struct guest_reader {
 	const struct gmem *mem;
@@ -470,16 +455,16 @@ static bool guest_read(void *ctx, uint64_t gva, void *buf, size_t len)
  * per-CPU area, seen in ring 0 and kept for samples in ring 3.
  */
 static bool linux_sample(struct vm_profile *p, struct prof_vcpu *v, const struct kvm_regs *regs,
-			 const struct kvm_sregs *sr, struct prof_sample *s)
+			 struct guest_reader *g, struct prof_sample *s)
 {
-	struct guest_reader g = { p->mem, sr, 0, NULL };
+	const struct kvm_sregs *sr = g->sr;
 	bool orc =
 		p->lx.n_orc && s->cpl == 0 && (sr->efer & X86_EFER_LMA) && sr->cs.l && (sr->cr0 & X86_CR0_PG);
 
 	if (p->lx.tasks) {
 		if (s->cpl == 0 && prof_linux_kernel_address(sr->gs.base))
 			v->pcpu = sr->gs.base;
-		if (prof_linux_task(&p->lx, v->pcpu, guest_read, &g, &s->pid, s->comm))
+		if (prof_linux_task(&p->lx, v->pcpu, guest_read, g, &s->pid, s->comm))
 			s->comm[0] = 0;
 	}
 	if (orc) {
@@ -489,7 +474,7 @@ static bool linux_sample(struct vm_profile *p, struct prof_vcpu *v, const struct
 
 		s->depth =
 			(uint8_t)prof_linux_unwind(&p->lx, __atomic_load_n(&p->syms.slide, __ATOMIC_RELAXED),
-						   &r, guest_read, &g, s->pc, PROF_MAX_DEPTH, &truncated);
+						   &r, guest_read, g, s->pc, PROF_MAX_DEPTH, &truncated);
 		if (truncated)
 			s->flags |= PROF_SAMPLE_TRUNCATED;
 	}
@@ -501,26 +486,25 @@ static bool linux_sample(struct vm_profile *p, struct prof_vcpu *v, const struct
  * return address. Frames must move up the stack (so the walk ends), and
  * every word is read through a checked translation.
  */
-static void walk_stack(const struct gmem *mem, const struct kvm_sregs *sr, uint64_t rbp,
-		       struct prof_sample *s)
+static void walk_stack(struct guest_reader *g, uint64_t rbp, struct prof_sample *s)
 {
-	bool wide = (sr->efer & X86_EFER_LMA) && sr->cs.l;
+	bool wide = (g->sr->efer & X86_EFER_LMA) && g->sr->cs.l;
 
-	if (!wide || !(sr->cr0 & X86_CR0_PG))
+	if (!wide || !(g->sr->cr0 & X86_CR0_PG))
 		return; /* 32-bit code: the leaf only */
 	while (s->depth < PROF_MAX_DEPTH && rbp) {
-		uint64_t next, ret;
+		uint64_t w[2]; /* the caller's rbp, the return address */
 
-		if (!read_guest_u64(mem, sr, rbp, &next) || !read_guest_u64(mem, sr, rbp + 8, &ret)) {
+		if (rbp & 7 || !guest_read(g, rbp, w, sizeof(w))) {
 			s->flags |= PROF_SAMPLE_TRUNCATED;
 			return;
 		}
-		if (!ret)
+		if (!w[1])
 			return;
-		s->pc[s->depth++] = ret;
-		if (next <= rbp || next - rbp > (1u << 20))
+		s->pc[s->depth++] = w[1];
+		if (w[0] <= rbp || w[0] - rbp > (1u << 20))
 			return;
-		rbp = next;
+		rbp = w[0];
 	}
 }
 
@@ -547,6 +531,7 @@ void vm_profile_sample(struct vm_profile *p, unsigned i, int fd)
 	const struct kvm_regs *regs = &regs_buf;
 	const struct kvm_sregs *sregs = &sregs_buf;
 	struct prof_sample s;
+	struct guest_reader g;
 	uint64_t *mine;
 	bool pushed;
 
@@ -577,8 +562,9 @@ void vm_profile_sample(struct vm_profile *p, unsigned i, int fd)
 			s.event = (uint8_t)k;
 	s.pc[0] = regs->rip;
 	s.depth = 1;
-	if (!linux_sample(p, v, regs, sregs, &s))
-		walk_stack(p->mem, sregs, regs->rbp, &s);
+	g = (struct guest_reader){ p->mem, sregs, 0, NULL };
+	if (!linux_sample(p, v, regs, &g, &s))
+		walk_stack(&g, regs->rbp, &s);
 	pushed = prof_ring_push(&v->ring, &s);
 	mine = pushed ? &v->samples : &v->dropped;
 	t1 = util_now_ns();
