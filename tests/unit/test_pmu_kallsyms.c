@@ -155,10 +155,16 @@ static struct img image(bool old)
 	return m;
 }
 
-static void check_table(const struct prof_symtab *t)
+/* The image of one layout read, and the table it gives checked. */
+static void check_layout(bool old)
 {
+	struct img m = image(old);
+	struct prof_symtab table;
+	const struct prof_symtab *t = &table;
+	struct errbuf err;
 	const struct prof_sym *s;
 
+	cr_assert_eq(prof_symtab_load_kallsyms(&table, m.p, m.len, &err), 0, "%s", err.msg);
 	cr_assert_str_eq(t->source, "kallsyms");
 	/* 600 names: 4 per-CPU, 1 data, the rest text. */
 	cr_assert_eq(t->n, NSYMS - 5, "%zu symbols", t->n);
@@ -172,30 +178,18 @@ static void check_table(const struct prof_symtab *t)
 	cr_assert_eq(prof_symtab_find(t, BASE + 0x10 * 499)->size, 0x10);
 	cr_assert_null(prof_symtab_find(t, BASE + 0x10 * 500));
 	cr_assert_null(prof_symtab_find(t, 0x1000), "per-CPU data is not code");
+	prof_symtab_fini(&table);
+	free(m.p);
 }
 
 Test(kallsyms, layout_up_to_6_3)
 {
-	struct img m = image(true);
-	struct prof_symtab t;
-	struct errbuf err;
-
-	cr_assert_eq(prof_symtab_load_kallsyms(&t, m.p, m.len, &err), 0, "%s", err.msg);
-	check_table(&t);
-	prof_symtab_fini(&t);
-	free(m.p);
+	check_layout(true);
 }
 
 Test(kallsyms, layout_from_6_4)
 {
-	struct img m = image(false);
-	struct prof_symtab t;
-	struct errbuf err;
-
-	cr_assert_eq(prof_symtab_load_kallsyms(&t, m.p, m.len, &err), 0, "%s", err.msg);
-	check_table(&t);
-	prof_symtab_fini(&t);
-	free(m.p);
+	check_layout(false);
 }
 
 Test(kallsyms, slide)
