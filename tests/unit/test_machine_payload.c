@@ -20,6 +20,7 @@
 
 #include "perfvisor/legacy_boot.h"
 #include "tests/unit/bzimage_fake.h"
+#include "tests/unit/elf_fake.h"
 #include "tests/unit/gmem_fake.h"
 
 #define MEM (16ULL << 20)
@@ -65,16 +66,9 @@ static size_t build_elf(uint64_t paddr)
 	Elf64_Phdr *ph = (Elf64_Phdr *)(elf + sizeof(*eh));
 
 	memset(elf, 0, sizeof(elf));
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_EXEC;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
+	elf_fake_header(eh);
 	eh->e_entry = paddr; /* as Linux's vmlinux: the physical startup_64 */
 	eh->e_phoff = sizeof(*eh);
-	eh->e_ehsize = sizeof(*eh);
 	eh->e_phentsize = sizeof(*ph);
 	eh->e_phnum = 1;
 	*ph = (Elf64_Phdr){ .p_type = PT_LOAD,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pmu/pmu.h"
+#include "tests/unit/elf_fake.h"
 
 /* ---- the fake guest memory: MEM_SIZE bytes at MEM_BASE (a kernel direct map) ---- */
 #define MEM_BASE 0xff11000000000000ULL /* 5-level paging's direct map: bit 63, under 0xffff8... */
@@ -72,14 +73,7 @@ static uint8_t *write_elf(const struct sec *s, unsigned n, size_t *len)
 	img = calloc(1, *len);
 	cr_assert_not_null(img);
 	eh = (Elf64_Ehdr *)img;
-	memcpy(eh->e_ident, ELFMAG, SELFMAG);
-	eh->e_ident[EI_CLASS] = ELFCLASS64;
-	eh->e_ident[EI_DATA] = ELFDATA2LSB;
-	eh->e_ident[EI_VERSION] = EV_CURRENT;
-	eh->e_type = ET_EXEC;
-	eh->e_machine = EM_X86_64;
-	eh->e_version = EV_CURRENT;
-	eh->e_ehsize = sizeof(Elf64_Ehdr);
+	elf_fake_header(eh);
 	eh->e_shentsize = sizeof(Elf64_Shdr);
 	eh->e_shnum = (uint16_t)shnum;
 	eh->e_shstrndx = (uint16_t)(n + 1);
