@@ -86,7 +86,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (loader_is_bzimage(data, size)) {
 		/* Both paths: the payload decompressed on the host (its ELF loaded), and the guest's. */
 		loader_load_linux(data, size, &mem, LOADER_DECOMPRESS_HOST, &lx, &err);
+		loader_linux_fini(&lx);
 		loader_load_linux(data, size, &mem, LOADER_DECOMPRESS_GUEST, &lx, &err);
+		loader_linux_fini(&lx);
 	}
 	if (prof_symtab_load_elf(&syms, data, size, &err) == 0) {
 		prof_symtab_find(&syms, entry);

@@ -187,7 +187,21 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 		out->kernel = lx.info;
 		rc = boot_write_linux(mem, cfg, &lx, out, err);
 	}
+	/* The vmlinux goes to the caller (a profile reads its symbols: not decompressed twice). */
+	if (!rc) {
+		out->vmlinux = lx.vmlinux;
+		out->vmlinux_len = lx.vmlinux_len;
+	} else {
+		loader_linux_fini(&lx);
+	}
 	return rc;
+}
+
+void boot_result_fini(struct boot_result *out)
+{
+	free(out->vmlinux);
+	out->vmlinux = NULL;
+	out->vmlinux_len = 0;
 }
 
 /* Find the format; fill out->proto and out->why. 0, or -ENOEXEC naming what was looked for. */

@@ -83,11 +83,14 @@ static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload f
 	if (rc)
 		return rc;
 	rc = loader_load_elf_flags(elf, n, mem, PV_LB_HIGH_GPA, 0, &info, err ? &e2 : NULL);
-	free(elf);
-	if (rc)
+	if (rc) {
+		free(elf);
 		return err ? errbuf_set(err, rc, "the decompressed %s payload (%zu bytes, the vmlinux): %s",
 					name, n, e2.msg)
 			   : rc;
+	}
+	out->vmlinux = elf;
+	out->vmlinux_len = n;
 	out->host_decompressed = true;
 	out->entry64 = info.entry;
 	out->kernel_end = info.high;
@@ -185,6 +188,13 @@ int loader_linux_vmlinux(const void *image, size_t size, uint64_t cap, void **el
 	if (b.h.init_size && b.h.init_size < cap)
 		cap = b.h.init_size;
 	return loader_decompress(b.fmt, b.payload, b.h.payload_length, cap, elf, len, err);
+}
+
+void loader_linux_fini(struct loader_linux *lx)
+{
+	free(lx->vmlinux);
+	lx->vmlinux = NULL;
+	lx->vmlinux_len = 0;
 }
 
 int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,

@@ -200,6 +200,9 @@ struct loader_linux {
 	bool host_decompressed;	  /* the payload's vmlinux loaded, entry64 = its startup_64 */
 	char how[160];		  /* for --verbose: the payload and where it was decompressed */
 	struct loader_info info;
+	/* host_decompressed: that vmlinux (a profile reads its symbols), the caller's: loader_linux_fini() */
+	void *vmlinux;
+	size_t vmlinux_len;
 };
 
 /* "HdrS" at 0x202: a Linux kernel with a setup header. */
@@ -215,6 +218,8 @@ bool loader_is_bzimage(const void *image, size_t size);
  */
 int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
 		      struct loader_linux *out, struct errbuf *err);
+/* Free what loader_load_linux() left the caller (the decompressed vmlinux). */
+void loader_linux_fini(struct loader_linux *lx);
 /*
  * A bzImage's vmlinux: its payload (xz, gzip or zstd) decompressed into a new
  * malloc()ed buffer of at most cap bytes (and the kernel's init_size). 0,
@@ -281,6 +286,9 @@ struct boot_result {
 	struct boot_cpu cpu;
 	unsigned nr_modules;
 	uint64_t mod_gpa[BOOT_MAX_MODULES], mod_len[BOOT_MAX_MODULES];
+	/* A bzImage decompressed on the host: its vmlinux (a profile's symbols), until boot_result_fini() */
+	void *vmlinux;
+	size_t vmlinux_len;
 };
 
 /*
@@ -292,6 +300,8 @@ struct boot_result {
  * Pure (guest memory only); setup thread.
  */
 int boot_load(struct gmem *mem, const struct boot_config *cfg, struct boot_result *out, struct errbuf *err);
+/* Free what boot_load() kept in out (the vmlinux); again is harmless. */
+void boot_result_fini(struct boot_result *out);
 
 /* What perfvisor's own ELF64 contract hands the guest besides guest memory (docs/boot.md). */
 struct boot_elf64 {

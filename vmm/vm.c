@@ -272,12 +272,13 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = restore ? vm_restore_kvm(&vm->restore, &vm->snap, err) : boot_machine(vm, err);
 	if (!rc)
-		rc = vm_profile_create(&vm->prof,
-				       &(struct vm_profile_config){ &vm->cfg.prof, vm->cfg.profile_output,
-								    vm->cfg.symbols, vm->cfg.kernel,
-								    vm->nr_vcpus, &vm->kvm, &vm->mem,
-								    cfg->verbose },
-				       err);
+		rc = vm_profile_create(
+			&vm->prof,
+			&(struct vm_profile_config){ &vm->cfg.prof, vm->cfg.profile_output, vm->cfg.symbols,
+						     vm->cfg.kernel, vm->boot.vmlinux, vm->boot.vmlinux_len,
+						     vm->nr_vcpus, &vm->kvm, &vm->mem, cfg->verbose },
+			err);
+	boot_result_fini(&vm->boot); /* the profile has read what it needs of the vmlinux */
 	if (!rc)
 		rc = vmctl_signal_setup(err);
 	if (!rc)
@@ -387,6 +388,7 @@ void vm_destroy(struct vm *vm)
 	api_fini(&vm->api);
 	vm_stats_destroy(vm->stats);
 	vm_profile_destroy(vm->prof);
+	boot_result_fini(&vm->boot);
 	for (unsigned i = 0; vm->vcpus && i < vm->nr_vcpus; i++)
 		vcpu_destroy(&vm->vcpus[i]);
 	free(vm->vcpus);

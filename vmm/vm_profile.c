@@ -184,7 +184,8 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 	struct vm_profile *p = calloc(1, sizeof(*p));
 	const char *symfile = cfg->symbols ? cfg->symbols : cfg->kernel;
 	struct stat st;
-	void *vm = NULL;
+	void *vm = NULL; /* the kernel read here: freed */
+	const void *kernel;
 	size_t len = 0;
 	int rc;
 
@@ -211,16 +212,23 @@ int vm_profile_create(struct vm_profile **out, const struct vm_profile_config *c
 		return errbuf_set(err, rc, "--profile-output '%s': its parent directory: %s", p->out_dir,
 				  strerror(-rc));
 	p->kernel = symfile;
-	rc = kernel_vmlinux(cfg->kernel, &vm, &len, err);
+	/* The loader's vmlinux when it decompressed the kernel, else the file, read again. */
+	rc = cfg->vmlinux ? 0 : kernel_vmlinux(cfg->kernel, &vm, &len, err);
 	if (rc && !cfg->symbols) {
 		loader_prefix_error(err, "kernel", cfg->kernel);
 		vm_log("profile: no symbols from the kernel (%s); samples show addresses", err->msg);
 	}
-	rc = load_symbols(p, cfg, vm, len, err);
+	if (cfg->vmlinux) {
+		kernel = cfg->vmlinux;
+		len = cfg->vmlinux_len;
+	} else {
+		kernel = vm;
+	}
+	rc = load_symbols(p, cfg, kernel, len, err);
 	/* A Linux kernel's processes and ORC tables (docs/profiling.md). */
 	/* PERFVISOR_PROFILE_NO_LINUX (bench/linuxprof.sh): the profile as it was before, to compare. */
-	if (!rc && vm && p->syms.anchor && !getenv("PERFVISOR_PROFILE_NO_LINUX")) {
-		prof_linux_load(&p->lx, vm, len, NULL);
+	if (!rc && kernel && p->syms.anchor && !getenv("PERFVISOR_PROFILE_NO_LINUX")) {
+		prof_linux_load(&p->lx, kernel, len, NULL);
 		if (cfg->verbose)
 			vm_log("profile: Linux %u.%u guest: processes %s%s, kernel stacks by %s%s",
 			       p->lx.version[0], p->lx.version[1],

@@ -27,6 +27,9 @@ struct vm_profile_config {
 	const char *output;	      /* --profile-output, NULL = perfvisor-profile.PID */
 	const char *symbols;	      /* --symbols, NULL = the kernel's own table */
 	const char *kernel;
+	/* The kernel's vmlinux if the loader decompressed it (boot_result); NULL: read from kernel. */
+	const void *vmlinux;
+	size_t vmlinux_len;
 	unsigned nr_vcpus;
 	const struct kvm_sys *kvm;
 	const struct gmem *mem;

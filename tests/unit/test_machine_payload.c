@@ -47,6 +47,7 @@ static void setup(void)
 
 static void teardown(void)
 {
+	loader_linux_fini(&lx);
 	gmem_fini(&mem);
 }
 
@@ -162,6 +163,9 @@ static void loads_on_host(enum loader_payload fmt, const char *name)
 	cr_assert_arr_eq(lx.hdr, hdr(), lx.hdr_len, "boot_params get the bzImage's setup header");
 	cr_assert(strstr(lx.how, "decompressed on the host"), "%s", lx.how);
 	cr_assert(strstr(lx.how, name), "%s", lx.how);
+	/* The vmlinux stays with the caller, for a profile's symbols (freed in teardown). */
+	cr_assert_eq(lx.vmlinux_len, sizeof(elf));
+	cr_assert_arr_eq(lx.vmlinux, elf, sizeof(elf));
 }
 
 Test(payload, xz_loads_on_host)
