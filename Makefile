@@ -40,7 +40,7 @@ CRITERION_LIBS := -lcriterion
 # The perfvisor binary's libraries, each before those it uses.
 LINK_ORDER := vmm $(DEPS_vmm)
 
-all: deps-check host guests
+all: deps-check host guests linux-module
 
 # ---------------------------------------------------------------- deps
 DEPS_STAMP := $(BUILD)/.deps-ok
@@ -96,6 +96,15 @@ asan: $(BUILD)/asan/perfvisor $(BUILD)/asan/perfvisor-exporter $(patsubst %,$(BU
 
 # ---------------------------------------------------------------- guests
 -include guest-images/guests.mk
+
+# ---------------------------------------------------------------- the guest's perf driver
+# guest-drivers/linux/perfvisor_pmu.ko for the Debian kernel the Linux tests boot, against
+# its linux-headers package (docs/guest-perf.md); Kbuild decides what to rebuild.
+KMOD := $(BUILD)/guest-drivers/linux/perfvisor_pmu.ko
+linux-module: $(KMOD)
+$(KMOD): guest-drivers/linux/perfvisor_pmu.c guest-drivers/linux/Kbuild include/perfvisor/pvpmu.h \
+		scripts/linux-module.sh | $(DEPS_STAMP)
+	$(Q)bash scripts/linux-module.sh $(BUILD)
 
 # ---------------------------------------------------------------- bench
 # `make bench` helpers (bench/run.sh uses them): the stopwatch, the
@@ -295,6 +304,6 @@ compile_commands.json:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-check host asan unit abi-compat integration integration-deps check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run run-linux bench format-check format clean
+.PHONY: all deps deps-check host asan linux-module unit abi-compat integration integration-deps check-testhost guest-check layering fuzz-build fuzz-check fuzz fuzz-corpus check run run-linux bench format-check format clean
 .SECONDARY:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -19,11 +19,14 @@ set -euo pipefail
 # the ACPI unit tests (an independent reading of the AML); cpio, which packs
 # the Linux tests' initramfs (tests/integration/linux-initramfs.sh);
 # libbpf-dev, whose BTF reader gives the profiler the offsets of a Linux
-# guest's task_struct and current task (docs/profiling.md).
+# guest's task_struct and current task (docs/profiling.md); the linux-headers
+# package of the Debian kernel the Linux tests boot (scripts/debian-kernel-abi.sh),
+# which builds the guest's perf driver guest-drivers/linux/ (docs/guest-perf.md).
 build_pkgs=(gcc make pkg-config linux-libc-dev libc6-dev libfdt-dev libseccomp-dev
 	liburing-dev libjansson-dev libmicrohttpd-dev libcriterion-dev clang-format libxxhash-dev clang
 	libclang-rt-dev prometheus busybox-static xz-utils acpica-tools cpio liblzma-dev zlib1g-dev libzstd-dev
 	libbpf-dev)
+abi=$(bash "$(dirname "$0")/debian-kernel-abi.sh" 2>/dev/null) && build_pkgs+=("linux-headers-$abi")
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.
@@ -32,8 +35,9 @@ testhost_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
 bench_pkgs=(qemu-system-x86)
 # Linux guests (scripts/linux-rootfs.sh, make run-linux): e2fsprogs's
 # `mke2fs -d` makes the ext4 image without root, binutils's objdump finds
-# the libraries a packaged binary needs, cpio packs the initramfs.
-linux_pkgs=(e2fsprogs binutils cpio xz-utils)
+# the libraries a packaged binary needs, cpio packs the initramfs; linux-perf
+# is the perf the guest-perf test copies into its guest (tests/integration/linux-perfinit.sh).
+linux_pkgs=(e2fsprogs binutils cpio xz-utils linux-perf)
 
 want=()
 for set in "${@:-build}"; do

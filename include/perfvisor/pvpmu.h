@@ -2,14 +2,19 @@
 /*
  * The perfvisor paravirtual PMU ABI: CPUID discovery leaves, the virtual
  * MSR block, the event namespace and the shared counter page. The single
- * definition used by the VMM (pmu/) and by guests (guest-images/lib/pvpmu.c).
+ * definition used by the VMM (pmu/) and by guests (guest-images/lib/pvpmu.c,
+ * and the Linux driver in guest-drivers/linux/, which includes it in the kernel).
  * docs/pvpmu.md is the prose version; every field and bit is explained there.
  * Fixed-width types only, no bitfields; reserved bits and fields are zero.
  */
 #ifndef PERFVISOR_PVPMU_H
 #define PERFVISOR_PVPMU_H
 
+#ifdef __KERNEL__
+#include <linux/types.h> /* a Linux kernel module: uint32_t/uint64_t come from here */
+#else
 #include <stdint.h>
+#endif
 
 /* ---- discovery: CPUID ------------------------------------------------------
  * Leaves 0x40000100.. leave KVM's own 0x40000000.. leaves in place. They are
