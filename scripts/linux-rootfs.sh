@@ -8,7 +8,9 @@
 #   rootfs.ext4     ext4 (mke2fs -d): busybox (static) with every applet, the
 #                   packages asked for with the libraries they need, the kernel
 #                   package's modules a perfvisor guest can use (/lib/modules/VERSION:
-#                   file systems, network, crypto, virtio; no hardware drivers), and /sbin/init:
+#                   file systems, network, crypto, virtio; no hardware drivers; and the
+#                   project's perf driver perfvisor_pmu when `make` built it for this kernel,
+#                   docs/guest-perf.md: perf itself comes with --packages linux-perf), and /sbin/init:
 #                   mounts /proc, /sys, /dev, loads the virtio modules, runs the
 #                   workload `pvrun=NAME` names on the kernel command line
 #                   (/etc/pvrun/NAME; `demo` is built in), then powers off
@@ -67,7 +69,10 @@ dk=$build/debian-kernel
 mkdir -p "$dir/debs"
 bash "$here/tests/integration/debian-kernel.sh" "$build" >/dev/null || exit 1
 
-key="$(cat "$dk/package") | $packages | $size | ${add:+$(cd "$add" && find . -type f | sort | xargs -r cksum | cksum)} | $(cksum <"$0")"
+# The guest's perf driver, when `make` built it for this kernel (docs/guest-perf.md): modprobe perfvisor_pmu.
+ko=$build/guest-drivers/linux/perfvisor_pmu.ko
+[ -s "$ko" ] && [ "$(cat "$build/guest-drivers/linux/kernel" 2>/dev/null)" = "$(sed -n 's/^linux-image-\([^_]*\)_.*/\1/p' "$dk/package")" ] || ko=
+key="$(cat "$dk/package") | $packages | $size | ${add:+$(cd "$add" && find . -type f | sort | xargs -r cksum | cksum)} | $(cksum <"$0") | ${ko:+$(cksum <"$ko")}"
 if [ "$force" = 0 ] && [ -s "$dir/rootfs.ext4" ] && [ -s "$dir/initramfs.cpio" ] && [ "$(cat "$dir/key" 2>/dev/null)" = "$key" ]; then
 	echo "linux-rootfs: $dir/rootfs.ext4 ($size MiB) and $dir/initramfs.cpio are current"
 	exit 0
@@ -130,6 +135,7 @@ kver=$(ls "$kroot/lib/modules" | head -n 1)
 		./kernel/net/ipv6 ./kernel/net/packet ./kernel/net/unix -type f 2>/dev/null) |
 	while read -r f; do mkdir -p "$root/usr/lib/modules/$kver/$(dirname "$f")" && cp -a "$kroot/lib/modules/$kver/$f" "$root/usr/lib/modules/$kver/$f"; done
 rm -rf "$kroot"
+[ -z "$ko" ] || { mkdir -p "$root/usr/lib/modules/$kver/extra" && cp "$ko" "$root/usr/lib/modules/$kver/extra/"; }
 echo "root:x:0:0:root:/root:/bin/sh" >"$root/etc/passwd"
 echo "root:x:0:" >"$root/etc/group"
 echo "perfvisor" >"$root/etc/hostname"

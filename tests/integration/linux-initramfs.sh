@@ -13,7 +13,8 @@
 # `pvinit.work=profile` first runs a workload the host profiles (/bin/spin,
 # tests/integration/spin.c); `pvinit=disk` mounts /dev/vda on /mnt and runs /mnt/pvtest.sh (a script a
 # test put in the image) before powering off; `pvinit=idle` idles for 600 s
-# (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=net` gives eth0
+# (bench/linux.sh reads the VMM's memory meanwhile); `pvinit=script` runs /pvtest.sh, which a
+# test's own cpio archive appended to this one brings; `pvinit=net` gives eth0
 # 10.0.2.15/24 and sends then receives `pvinit.netmb` MiB over TCP (busybox
 # nc) to and from 10.0.2.1, printing each stream's md5 (with `pvinit.netdiag=S`,
 # eth0's, TCP's and the CPUs' counters every S seconds meanwhile); `pvinit=devices` checks two
@@ -153,6 +154,11 @@ case " $(cat /proc/cmdline) " in
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
 *" pvinit=idle "*) echo "pvinit: idle"; sleep 600; poweroff -f ;;
+*" pvinit=script "*)
+	# A test's own script, /pvtest.sh, from a cpio archive the test appended to this one
+	# (tests/integration/linux-perfinit.sh: the guest-perf test).
+	if [ -f /pvtest.sh ]; then sh /pvtest.sh; else echo "pvinit: no /pvtest.sh in the initramfs"; fi
+	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=diskbench "*)
 	# bench/disk.sh: /dev/vda is a raw image the bench made (no file system). By the guest's
 	# own clock (ktime, ns, from /proc/timer_list; /proc/uptime, 10 ms, without it): a

@@ -22,11 +22,13 @@ files=$(sh tests/integration/tests.sh "$build" -n $(echo "$sel" | tr ',' ' ')) |
 
 # The Debian kernel the Linux tests boot, their busybox initramfs and the disk
 # test's ext4 image: made on this machine (the test host has no network and no
-# mke2fs), cached in $build/debian-kernel, $build/linux-initramfs and $build/linux-disk. If this fails, the tests fail and say so.
+# mke2fs), cached in $build/debian-kernel, $build/linux-initramfs and $build/linux-disk, and
+# the guest-perf test's root file system with Debian's perf in $build/linux-perf. If this fails, the tests fail and say so.
 if grep -q '/linux/' <<<"$files"; then
 	bash tests/integration/debian-kernel.sh "$build" || true
 	bash tests/integration/linux-initramfs.sh "$build" || true
 	bash tests/integration/linux-disk.sh "$build" || true
+	if grep -q '/linux/linux-perf\.sh' <<<"$files"; then bash tests/integration/linux-perfinit.sh "$build" || true; fi
 fi
 
 if [ -c /dev/kvm ] && [ -z "${PERFVISOR_FORCE_TESTHOST:-}" ]; then

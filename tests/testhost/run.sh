@@ -53,9 +53,11 @@ for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arc
 done
 # tun, for the virtio-net tests' taps (built in on some kernels: then there is no module).
 [ ! -f "$mods/drivers/net/tun.ko" ] || cp "$mods/drivers/net/tun.ko" "$r/mod/"
-# Of the Debian kernel (tests/integration/debian-kernel.sh) only the bzImage goes in.
+# Of the Debian kernel (tests/integration/debian-kernel.sh) only the bzImage goes in; a user's
+# root file system image (scripts/linux-rootfs.sh, make run-linux) stays out: no test boots it.
 (cd "$root" && tar cf - --exclude="${build#"$root"/}/testhost" --exclude='*.o' --exclude='*.d' --exclude='*.a' \
 	--exclude="${build#"$root"/}/debian-kernel/cache" --exclude="${build#"$root"/}/debian-kernel/vmlinux" \
+	--exclude="${build#"$root"/}/linux-rootfs" \
 	"${build#"$root"/}" tests bench scripts) | tar xf - -C "$r/work"
 for f in ${TESTHOST_EXTRA:-}; do
 	mkdir -p "$r$(dirname "$f")"
