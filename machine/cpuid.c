@@ -142,6 +142,7 @@ static const struct {
 	{ "xsave", CPUID_HIDE_XSAVE },
 	{ "cmpxchg16b", CPUID_HIDE_CX16 },
 	{ "tsc-deadline", CPUID_HIDE_TSC_DEADLINE },
+	{ "pmu-ack", CPUID_HIDE_PMU_ACK },
 };
 
 /* "xsave, cmpxchg16b, ...": the names above, for the messages. */

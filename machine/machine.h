@@ -396,6 +396,7 @@ int cpuid_build(const struct kvm_cpuid2 *sup, unsigned index, unsigned n, struct
 #define CPUID_HIDE_XSAVE (1u << 0)	  /* XSAVE, OSXSAVE, leaf 0xD, and what needs them (AVX...) */
 #define CPUID_HIDE_CX16 (1u << 1)	  /* CMPXCHG16B */
 #define CPUID_HIDE_TSC_DEADLINE (1u << 2) /* the LAPIC timer's TSC-deadline mode (not added) */
+#define CPUID_HIDE_PMU_ACK (1u << 3)	  /* the PV PMU's PV_PMU_FEAT_ACK (PMI_ACK, RELOAD): as before it */
 /* Parse "xsave,cmpxchg16b,tsc-deadline" into CPUID_HIDE_* bits: 0, or -EINVAL with the bad name in err. */
 int cpuid_parse_hide(const char *list, unsigned *mask, struct errbuf *err);
 /* Clear the features of `mask` in c (after cpuid_build). Pure. */

@@ -93,7 +93,7 @@ void pmu_caps_init(struct pmu_caps *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->nr_counters = PMU_NR_COUNTERS;
-	c->features = PV_PMU_FEAT_PAGE | PV_PMU_FEAT_PMI_NMI | PV_PMU_FEAT_PMI_VECTOR;
+	c->features = PV_PMU_FEAT_PAGE | PV_PMU_FEAT_PMI_NMI | PV_PMU_FEAT_PMI_VECTOR | PV_PMU_FEAT_ACK;
 	c->min_period = PMU_MIN_PERIOD;
 	c->min_period_ns = PMU_MIN_PERIOD_NS;
 	c->max_pmis_per_s = PMU_MAX_PMIS_PER_S;

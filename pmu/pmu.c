@@ -15,6 +15,7 @@
 #define WRAP (PV_PMU_COUNTER_MASK + 1)
 #define MSR_OFF(index) ((index)-PV_PMU_MSR_BASE)
 #define OFF_CTR_FIRST 0x20u
+#define OFF_RELOAD_FIRST 0x60u
 #define OFF_BITMAP_FIRST 0x80u
 #define OFF_BITMAP_END 0xb0u
 
@@ -343,6 +344,19 @@ static uint64_t counters_mask(const struct pmu_vcpu *p)
 	return (1ULL << p->vm->caps.nr_counters) - 1;
 }
 
+static bool has_ack(const struct pmu_vcpu *p)
+{
+	return p->vm->caps.features & PV_PMU_FEAT_ACK;
+}
+
+/* Counter index of a RELOAD offset, or -1 (also without PV_PMU_FEAT_ACK). */
+static int reload_index(const struct pmu_vcpu *p, uint32_t off)
+{
+	if (!has_ack(p) || off < OFF_RELOAD_FIRST || off - OFF_RELOAD_FIRST >= p->vm->caps.nr_counters)
+		return -1;
+	return (int)(off - OFF_RELOAD_FIRST);
+}
+
 /* Counter index of a CFG/CTR offset, or -1. */
 static int ctr_index(const struct pmu_vcpu *p, uint32_t off, bool *is_cfg)
 {
@@ -383,6 +397,12 @@ int pmu_msr_read(struct pmu_vcpu *p, uint32_t index, uint64_t *val)
 		sync_all(p);
 		*val = p->status;
 		break;
+	case PV_PMU_MSR_PMI_ACK:
+		if (!has_ack(p))
+			return gp(p, index, false, 0,
+				  "no such PV PMU register (PMI_ACK needs PV_PMU_FEAT_ACK)");
+		*val = 0;
+		return 0; /* write-only: reads 0, changes nothing */
 	case PV_PMU_MSR_STATUS_CLEAR:
 	case PV_PMU_MSR_NOP:
 		*val = 0;
@@ -401,6 +421,13 @@ int pmu_msr_read(struct pmu_vcpu *p, uint32_t index, uint64_t *val)
 			if (bitmap_read(p, off, val) < 0)
 				return gp(p, index, false, 0, "no such event bitmap word");
 			return 0;
+		}
+		if (off >= OFF_RELOAD_FIRST && off < OFF_BITMAP_FIRST) {
+			i = reload_index(p, off);
+			if (i < 0)
+				return gp(p, index, false, 0, "no such PV PMU register");
+			*val = p->ctr[i].reload;
+			break;
 		}
 		i = ctr_index(p, off, &is_cfg);
 		if (i < 0)
@@ -454,17 +481,60 @@ static int write_cfg(struct pmu_vcpu *p, unsigned i, uint64_t val)
 	return 0;
 }
 
-static int write_ctr(struct pmu_vcpu *p, unsigned i, uint64_t val)
+/* A CTR or RELOAD value: a 48-bit number, possibly sign-extended. */
+static bool ctr_value_ok(uint64_t val)
 {
-	struct pmu_counter *c = &p->ctr[i];
 	uint64_t high = val >> PV_PMU_COUNTER_WIDTH;
 
-	if (high != 0 && high != (~0ULL >> PV_PMU_COUNTER_WIDTH))
-		return gp(p, PV_PMU_MSR_CTR(i), true, val,
-			  "counter value is not a sign-extended 48-bit value");
-	c->value = val & PV_PMU_COUNTER_MASK;
+	return high == 0 || high == (~0ULL >> PV_PMU_COUNTER_WIDTH);
+}
+
+/* Counter i counts on from `value` (modulo 2^48); the host's interrupt moves to the new wrap. */
+static void ctr_set(struct pmu_vcpu *p, unsigned i, uint64_t value)
+{
+	struct pmu_counter *c = &p->ctr[i];
+
+	c->value = value & PV_PMU_COUNTER_MASK;
 	if (c->counting && host_now(p, c, &c->base) == 0 && c->h >= 0 && (c->cfg & PV_PMU_CFG_INT))
 		p->ops->set_period(p->ctx, c->h, arm_period(p, c));
+}
+
+static int write_ctr(struct pmu_vcpu *p, unsigned i, uint64_t val)
+{
+	if (!ctr_value_ok(val))
+		return gp(p, PV_PMU_MSR_CTR(i), true, val,
+			  "counter value is not a sign-extended 48-bit value");
+	ctr_set(p, i, val);
+	return 0;
+}
+
+static int write_reload(struct pmu_vcpu *p, uint32_t index, uint64_t val)
+{
+	int i = reload_index(p, MSR_OFF(index));
+
+	if (i < 0)
+		return gp(p, index, true, val, "no such PV PMU register");
+	if (!ctr_value_ok(val))
+		return gp(p, index, true, val, "reload value is not a sign-extended 48-bit value");
+	p->ctr[i].reload = val & PV_PMU_COUNTER_MASK;
+	return 0;
+}
+
+/* PMI_ACK: STATUS_CLEAR, the reloads, and PMI_CFG without MASK, in one write. */
+static int write_ack(struct pmu_vcpu *p, uint64_t val)
+{
+	if (!has_ack(p))
+		return gp(p, PV_PMU_MSR_PMI_ACK, true, val,
+			  "no such PV PMU register (PMI_ACK needs PV_PMU_FEAT_ACK)");
+	if (val & ~(counters_mask(p) | PV_PMU_STATUS_THROTTLED))
+		return gp(p, PV_PMU_MSR_PMI_ACK, true, val, "acknowledging a status bit that does not exist");
+	/* Bring the counters up to date first: an overflow after this point sets its bit again. */
+	sync_all(p);
+	p->status &= ~val;
+	for (unsigned i = 0; i < p->vm->caps.nr_counters; i++)
+		if ((val >> i & 1) && p->ctr[i].reload)
+			ctr_set(p, i, p->ctr[i].reload);
+	p->pmi_cfg &= ~PV_PMU_PMI_MASK;
 	return 0;
 }
 
@@ -525,7 +595,11 @@ int pmu_msr_write(struct pmu_vcpu *p, uint32_t index, uint64_t val)
 	stat(p, PMU_STAT_MSR_WRITE, 1);
 	if (index == PV_PMU_MSR_NOP)
 		return 0;
-	if (off < OFF_CTR_FIRST || off >= OFF_BITMAP_FIRST) {
+	if (index == PV_PMU_MSR_PMI_ACK) {
+		rc = write_ack(p, val);
+	} else if (off >= OFF_RELOAD_FIRST && off < OFF_BITMAP_FIRST) {
+		rc = write_reload(p, index, val);
+	} else if (off < OFF_CTR_FIRST || off >= OFF_BITMAP_FIRST) {
 		if (off > MSR_OFF(PV_PMU_MSR_NOP) && off < OFF_CTR_FIRST)
 			return gp(p, index, true, val, "no such PV PMU register");
 		rc = off < OFF_CTR_FIRST
@@ -558,6 +632,7 @@ void pmu_vcpu_save(struct pmu_vcpu *p, struct pmu_vcpu_state *s)
 	for (unsigned i = 0; i < PMU_NR_COUNTERS; i++) {
 		s->cfg[i] = p->ctr[i].cfg;
 		s->value[i] = p->ctr[i].value;
+		s->reload[i] = p->ctr[i].reload;
 	}
 	s->page_seq = p->page_seq;
 	s->page_updates = p->page_updates;
@@ -590,6 +665,10 @@ int pmu_vcpu_state_check(const struct pmu_caps *c, const struct pmu_vcpu_state *
 			*why = "a counter beyond the advertised ones is configured";
 		else if (s->value[i] & ~PV_PMU_COUNTER_MASK)
 			*why = "a counter value is wider than the counter";
+		else if (s->reload[i] & ~PV_PMU_COUNTER_MASK)
+			*why = "a reload value is wider than the counter";
+		else if (s->reload[i] && (i >= c->nr_counters || !(c->features & PV_PMU_FEAT_ACK)))
+			*why = "a reload value without PV_PMU_FEAT_ACK or beyond the advertised counters";
 		else if (i < c->nr_counters)
 			*why = cfg_check(&p, s->cfg[i]);
 	}
@@ -610,6 +689,7 @@ int pmu_vcpu_restore(struct pmu_vcpu *p, const struct pmu_vcpu_state *s, const c
 	for (unsigned i = 0; i < p->vm->caps.nr_counters; i++) {
 		p->ctr[i].cfg = s->cfg[i];
 		p->ctr[i].value = s->value[i];
+		p->ctr[i].reload = s->reload[i];
 	}
 	p->pmi_cfg = s->pmi_cfg;
 	if (s->page & PV_PMU_PAGE_ENABLE) {

@@ -111,11 +111,12 @@ void pmu_vm_init(struct pmu_vm *vm, const struct pmu_caps *caps);
 
 struct pmu_counter {
 	uint64_t cfg;
-	uint64_t value; /* the count at the last sync, modulo 2^48 */
-	uint64_t base;	/* host reading at the last sync */
-	int h;		/* host handle, -1 if none */
-	bool active;	/* CFG.EN and GLOBAL_CTRL bit */
-	bool counting;	/* active and backed */
+	uint64_t value;	 /* the count at the last sync, modulo 2^48 */
+	uint64_t base;	 /* host reading at the last sync */
+	uint64_t reload; /* RELOAD(i): what PMI_ACK loads into the count (0: nothing) */
+	int h;		 /* host handle, -1 if none */
+	bool active;	 /* CFG.EN and GLOBAL_CTRL bit */
+	bool counting;	 /* active and backed */
 };
 
 struct pmu_vcpu {
@@ -166,6 +167,7 @@ struct pmu_vcpu_state {
 	uint64_t global_ctrl, status, pmi_cfg, page;
 	uint64_t cfg[PMU_NR_COUNTERS], value[PMU_NR_COUNTERS];
 	uint64_t page_seq, page_updates;
+	uint64_t reload[PMU_NR_COUNTERS]; /* RELOAD(i), PV_PMU_FEAT_ACK; absent in older snapshots: 0 */
 	bool pmi_pending, throttled;
 };
 

@@ -44,6 +44,7 @@ static const struct snap_field vcpu_fields[] = {
 	VF("page-updates", page_updates),
 	SNAP_FIELD(struct pmu_vcpu_state, "pmi-pending", SNAP_F_BOOL, pmi_pending, 1),
 	SNAP_FIELD(struct pmu_vcpu_state, "pmi-throttled", SNAP_F_BOOL, throttled, 1),
+	SNAP_FIELD_U64S_OPT(struct pmu_vcpu_state, "counter-reload", reload),
 };
 
 /* A vCPU's state against the capabilities the file says the guest was offered. */

@@ -57,6 +57,12 @@ struct snap_field {
 	{                                                                                                   \
 		(prop), SNAP_F_U64S, offsetof(T, member), sizeof(((T *)0)->member) / sizeof(uint64_t), 0, 0 \
 	}
+/* SNAP_FIELD_U64S added to a part after its first version: all 0 when an older snapshot lacks it. */
+#define SNAP_FIELD_U64S_OPT(T, prop, member)                                                                 \
+	{                                                                                                    \
+		(prop), SNAP_F_U64S, offsetof(T, member), sizeof(((T *)0)->member) / sizeof(uint64_t), 0, 0, \
+			true                                                                                 \
+	}
 #define SNAP_FIELD_BYTES(T, prop, member, len_member)                                \
 	{                                                                            \
 		(prop), SNAP_F_BYTES, offsetof(T, member), sizeof(((T *)0)->member), \

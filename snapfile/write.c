@@ -73,6 +73,27 @@ static void w_u64s(struct fdtw *w, const char *name, const uint64_t *v, unsigned
 }
 
 /* One field of a part, from its state. */
+/* The bytes a field takes in its part's state. */
+static size_t field_size(const struct snap_field *f)
+{
+	switch (f->type) {
+	case SNAP_F_U8:
+		return 1;
+	case SNAP_F_U16:
+		return 2;
+	case SNAP_F_U32:
+		return 4;
+	case SNAP_F_BOOL:
+		return sizeof(bool);
+	case SNAP_F_U64:
+		return 8;
+	case SNAP_F_U64S:
+		return f->count * sizeof(uint64_t);
+	default:
+		return 0;
+	}
+}
+
 static void w_field(struct fdtw *w, const struct snap_field *f, const void *state)
 {
 	const uint8_t *at = (const uint8_t *)state + f->off;
@@ -80,6 +101,16 @@ static void w_field(struct fdtw *w, const struct snap_field *f, const void *stat
 	uint16_t u16;
 	bool b;
 
+	if (f->optional) {
+		/* Written only when not 0 (absent reads as 0): a state an older perfvisor could have
+		 * made writes back as it wrote it. */
+		size_t n = field_size(f), k = 0;
+
+		while (k < n && !at[k])
+			k++;
+		if (n && k == n)
+			return;
+	}
 	switch (f->type) {
 	case SNAP_F_U8:
 		w_u32(w, f->name, *at);

@@ -417,6 +417,12 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 	}
 	cfg->cpuid_hide = s->cpuid_hide;
 	cfg->cpuid_add = s->cpuid_add;
+	/* A PMU feature added since the snapshot was taken stays hidden from its guest. */
+	{
+		const struct pmu_caps *caps = snap_part_state(s, &pmu_caps_part, -1);
+
+		cfg->pmu_features_hidden = caps ? PV_PMU_FEAT_ACK & ~caps->features : 0;
+	}
 	cfg->kernel = s->kernel;
 	cfg->cmdline = s->cmdline;
 	return restore_profile(r->dir, s, cfg, err);

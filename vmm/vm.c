@@ -194,6 +194,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	struct vm *vm = calloc(1, sizeof(*vm));
 	struct acpi_mmio_dev acpi_devs[VM_VIRTIO_MAX]; /* the virtio devices, for the DSDT */
 	bool restore = cfg->restore != NULL;
+	unsigned pmu_hidden;
 	int rc;
 
 	*out = NULL;
@@ -260,10 +261,13 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 								  .nr_net = vm->cfg.nr_net,
 								  .vm_name = vm->cfg.name },
 				      err);
+	/* PMU features a snapshot's guest lacked, or --cpuid-hide pmu-ack, are not offered. */
+	pmu_hidden =
+		vm->cfg.pmu_features_hidden | (vm->cfg.cpuid_hide & CPUID_HIDE_PMU_ACK ? PV_PMU_FEAT_ACK : 0);
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,
 				   &(struct vm_pmu_config){ vm->cfg.pmu, cfg->verbose, &vm->kvm, vm->fd,
-							    &vm->bus, &vm->mem, vm->nr_vcpus },
+							    &vm->bus, &vm->mem, vm->nr_vcpus, pmu_hidden },
 				   err);
 	if (!rc) {
 		fill_envs(vm);

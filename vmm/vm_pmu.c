@@ -214,6 +214,7 @@ int vm_pmu_create(struct vm_pmu **out, const struct vm_pmu_config *cfg, struct e
 		return 0;
 	pmu_caps_init(&caps);
 	n = pmu_caps_probe(&caps, pmu_perf_probe);
+	caps.features &= ~cfg->features_hidden;
 	if (cfg->verbose)
 		vm_log("PV PMU: %d host events can be backed here%s", n,
 		       caps.features & PV_PMU_FEAT_HOST_HW ? " (hardware PMU present)"

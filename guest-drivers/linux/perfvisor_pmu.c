@@ -46,10 +46,11 @@ static struct {
 struct pvp_cpu {
 	struct pv_pmu_page *page;
 	struct perf_event *events[PV_PMU_MAX_COUNTERS];
-	unsigned long used;	      /* counters held by an event */
-	unsigned long intr;	      /* counters programmed with CFG.INT (their overflow is a PMI) */
-	u64 global_ctrl;	      /* what this driver last wrote to GLOBAL_CTRL */
-	u64 cfg[PV_PMU_MAX_COUNTERS]; /* what this driver last wrote to CFG(i); 0 after reset */
+	unsigned long used;		 /* counters held by an event */
+	unsigned long intr;		 /* counters programmed with CFG.INT (their overflow is a PMI) */
+	u64 global_ctrl;		 /* what this driver last wrote to GLOBAL_CTRL */
+	u64 cfg[PV_PMU_MAX_COUNTERS];	 /* what this driver last wrote to CFG(i); 0 after reset */
+	u64 reload[PV_PMU_MAX_COUNTERS]; /* ... and to RELOAD(i), with PV_PMU_FEAT_ACK */
 };
 static DEFINE_PER_CPU(struct pvp_cpu, pvp_cpus);
 static enum cpuhp_state pvp_hp_state;
@@ -172,6 +173,36 @@ static s64 min_period(unsigned int id)
 	}
 }
 
+/* The sampling period as the host honours it: at least its minimum, at most half the counter. */
+static s64 clamp_period(struct perf_event *event, s64 left)
+{
+	s64 min = min_period(event->hw.config & PV_PMU_CFG_EVENT_MASK);
+
+	if (left < min)
+		left = min;
+	if (left > (s64)(pv.mask >> 1))
+		left = pv.mask >> 1;
+	return left;
+}
+
+static bool has_ack(void)
+{
+	return pv.features & PV_PMU_FEAT_ACK;
+}
+
+/* With PV_PMU_FEAT_ACK: RELOAD(i) holds minus the event's period, so that the PMI's one
+ * write (PMI_ACK) re-arms the counter; written only when the period changed. */
+static void pvp_set_reload(struct pvp_cpu *c, struct perf_event *event)
+{
+	u64 want = (u64)(-clamp_period(event, event->hw.sample_period)) & pv.mask;
+	int i = event->hw.idx;
+
+	if (c->reload[i] != want) {
+		c->reload[i] = want;
+		pvp_wrmsr(PV_PMU_MSR_RELOAD(i), want);
+	}
+}
+
 /* Arm counter idx to overflow after the event's remaining period; false if the
  * period had not run out (no sample is due). */
 static bool pvp_set_period(struct perf_event *event)
@@ -193,10 +224,7 @@ static bool pvp_set_period(struct perf_event *event)
 		hwc->last_period = period;
 		due = true;
 	}
-	if (left < min_period(hwc->config & PV_PMU_CFG_EVENT_MASK))
-		left = min_period(hwc->config & PV_PMU_CFG_EVENT_MASK);
-	if (left > (s64)(pv.mask >> 1))
-		left = pv.mask >> 1;
+	left = clamp_period(event, left);
 	start = (u64)(-left) & pv.mask;
 	local64_set(&hwc->prev_count, start);
 	pvp_wrmsr(PV_PMU_MSR_CTR(hwc->idx), (u64)(-left));
@@ -231,6 +259,8 @@ static void pvp_start(struct perf_event *event, int flags)
 	if (hwc->config & PV_PMU_CFG_INT) {
 		__set_bit(i, &c->intr);
 		pvp_set_period(event);
+		if (has_ack())
+			pvp_set_reload(c, event);
 	} else {
 		__clear_bit(i, &c->intr);
 		/* The page is exact after the CFG write's exit, or unchanged since the last
@@ -364,15 +394,40 @@ static int pvp_nmi(unsigned int cmd, struct pt_regs *regs)
 	if (!status)
 		return NMI_DONE;
 	bits = status & c->intr;
-	for_each_set_bit (i, &bits, pv.nr_counters) {
+	for_each_set_bit(i, &bits, pv.nr_counters) {
 		struct perf_event *event = c->events[i];
 
 		if (event)
 			pvp_update(event);
 	}
+	if (has_ack()) {
+		/* One exit: PMI_ACK clears the status, loads RELOAD(i) into each overflowed counter
+		 * and unmasks. The counts are as the counters will start again after it. */
+		for_each_set_bit(i, &bits, pv.nr_counters) {
+			struct perf_event *event = c->events[i];
+			struct hw_perf_event *hwc;
+			bool due;
+			s64 period;
+
+			if (!event || (event->hw.state & PERF_HES_STOPPED))
+				continue;
+			hwc = &event->hw;
+			pvp_set_reload(c, event); /* no exit unless the period changed (-F) */
+			due = local64_read(&hwc->period_left) <= 0;
+			period = clamp_period(event, hwc->sample_period);
+			hwc->last_period = hwc->sample_period;
+			local64_set(&hwc->period_left, period);
+			local64_set(&hwc->prev_count, (u64)(-period) & pv.mask);
+			perf_sample_data_init(&data, 0, hwc->last_period);
+			if (due && pvp_overflow(event, &data, regs))
+				pvp_stop(event, 0); /* perf throttled it */
+		}
+		pvp_wrmsr(PV_PMU_MSR_PMI_ACK, status);
+		return NMI_HANDLED;
+	}
 	/* Clear before re-arming: an overflow after the clear sets its bit again. */
 	pvp_wrmsr(PV_PMU_MSR_STATUS_CLEAR, status);
-	for_each_set_bit (i, &bits, pv.nr_counters) {
+	for_each_set_bit(i, &bits, pv.nr_counters) {
 		struct perf_event *event = c->events[i];
 
 		if (!event || (event->hw.state & PERF_HES_STOPPED))
@@ -487,12 +542,16 @@ static struct pmu pvp_pmu = {
 static int pvp_cpu_online(unsigned int cpu)
 {
 	struct pvp_cpu *c = this_cpu_ptr(&pvp_cpus);
+	unsigned int i;
 
 	memset(c->cfg, 0, sizeof(c->cfg));
+	memset(c->reload, 0, sizeof(c->reload));
 	c->global_ctrl = 0;
 	c->used = c->intr = 0;
 	pvp_wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 0);
-	pvp_wrmsr(PV_PMU_MSR_PMI_CFG, 0); /* NMI mode, unmasked */
+	for (i = 0; has_ack() && i < pv.nr_counters; i++)
+		pvp_wrmsr(PV_PMU_MSR_RELOAD(i), 0); /* what an earlier load of this module left */
+	pvp_wrmsr(PV_PMU_MSR_PMI_CFG, 0);	    /* NMI mode, unmasked */
 	pvp_wrmsr(PV_PMU_MSR_PAGE, virt_to_phys(c->page) | PV_PMU_PAGE_ENABLE);
 	return 0;
 }
@@ -509,7 +568,7 @@ static void pvp_free_pages(void)
 {
 	int cpu;
 
-	for_each_possible_cpu (cpu) {
+	for_each_possible_cpu(cpu) {
 		struct pvp_cpu *c = per_cpu_ptr(&pvp_cpus, cpu);
 
 		if (c->page)
@@ -592,7 +651,7 @@ static int __init pvp_init(void)
 		ns += ev_bit(pv.avail, i) && ev_bit(pv.sample, i);
 	}
 
-	for_each_possible_cpu (cpu) {
+	for_each_possible_cpu(cpu) {
 		struct page *p = alloc_pages_node(cpu_to_node(cpu), GFP_KERNEL | __GFP_ZERO, 0);
 
 		if (!p) {
@@ -612,9 +671,10 @@ static int __init pvp_init(void)
 	ret = perf_pmu_register(&pvp_pmu, "perfvisor", -1);
 	if (ret)
 		goto fail_hp;
-	pr_info("PV PMU version %u: %u counters of %u bits per vCPU, %u events available (%u can sample), PMIs as NMI; "
-		"perf PMU 'perfvisor' type %d\n",
-		pv.version, pv.nr_counters, pv.width, n, ns, pvp_pmu.type);
+	pr_info("PV PMU version %u: %u counters of %u bits per vCPU, %u events available (%u can sample), PMIs as NMI "
+		"acknowledged in %s; perf PMU 'perfvisor' type %d\n",
+		pv.version, pv.nr_counters, pv.width, n, ns,
+		has_ack() ? "one write (PMI_ACK)" : "three writes", pvp_pmu.type);
 	return 0;
 
 fail_hp:

@@ -45,6 +45,8 @@
 #define PV_PMU_FEAT_PMI_NMI (1u << 1)	 /* PMI as NMI */
 #define PV_PMU_FEAT_PMI_VECTOR (1u << 2) /* PMI as a fixed interrupt vector */
 #define PV_PMU_FEAT_HOST_HW (1u << 3) /* the host has a hardware PMU (some class-0 events may be available) */
+#define PV_PMU_FEAT_ACK \
+	(1u << 4) /* PV_PMU_MSR_PMI_ACK and PV_PMU_MSR_RELOAD(i): a PMI handled in one write */
 
 /* Leaf 0x40000102 */
 /* EAX: minimum sampling period of host-counted events (classes 0, 1) counted in events. */
@@ -74,10 +76,15 @@
 #define PV_PMU_MSR_ERROR (PV_PMU_MSR_BASE + 0x04)	  /* RO: bit i: counter i enabled but not backed */
 #define PV_PMU_MSR_PAGE (PV_PMU_MSR_BASE + 0x05)	  /* RW: counter page GPA | PV_PMU_PAGE_ENABLE */
 #define PV_PMU_MSR_NOP (PV_PMU_MSR_BASE + 0x06)		  /* RW: reads 0, ignores writes, changes nothing */
+/* With PV_PMU_FEAT_ACK (else #GP), WO: clear these GLOBAL_STATUS bits, load RELOAD(i) into CTR(i) for
+ * each counter bit i written whose RELOAD(i) is not 0, and clear PMI_CFG's MASK; one exit per PMI. */
+#define PV_PMU_MSR_PMI_ACK (PV_PMU_MSR_BASE + 0x09)
 
 /* Per counter i (0 <= i < nr_counters). */
 #define PV_PMU_MSR_CFG(i) (PV_PMU_MSR_BASE + 0x20 + 2 * (i)) /* RW: PV_PMU_CFG_* */
 #define PV_PMU_MSR_CTR(i) (PV_PMU_MSR_BASE + 0x21 + 2 * (i)) /* RW: the count (width bits) */
+/* With PV_PMU_FEAT_ACK (else #GP), RW: what PMI_ACK loads into CTR(i) (width bits, written as CTR(i) is); 0: nothing. */
+#define PV_PMU_MSR_RELOAD(i) (PV_PMU_MSR_BASE + 0x60 + (i))
 
 /* Event bitmaps, RO: word w covers event ids 64*w .. 64*w+63; w < nr_events/64 rounded up. */
 #define PV_PMU_MSR_AVAIL(w) (PV_PMU_MSR_BASE + 0x80 + (w))  /* the host can back the event */

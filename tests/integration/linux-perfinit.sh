@@ -59,7 +59,9 @@ if grep -q 'pvtest.mode=bench' /proc/cmdline; then
 		stat) outer taskset -c 1 perf stat -x, -o /tmp/i.csv -e perfvisor/task-clock/ -- perfwork rounds "$w" >/tmp/b.out ;;
 		freq) outer taskset -c 1 perf record -q -F 1000 -e perfvisor/task-clock/ -o /tmp/b.data -- perfwork rounds "$w" >/tmp/b.out 2>&1 ;;
 		period) outer taskset -c 1 perf record -q -c 1000000 -e perfvisor/task-clock/ -o /tmp/b.data -- perfwork rounds "$w" >/tmp/b.out 2>&1 ;;
-		interval) outer taskset -c 1 perf stat -I 10 -x, -o /tmp/i.csv -e perfvisor/exits.io/ -- perfwork rounds "$w" >/tmp/b.out ;;
+		# perf itself on CPU 0: on the workload's CPU its wakeups would be context switches (an exit
+		# each way), not reads.
+		interval) outer perf stat -I 10 -x, -o /tmp/i.csv -e perfvisor/exits.io/ -- taskset -c 1 perfwork rounds "$w" >/tmp/b.out ;;
 		esac
 		[ -f /tmp/b.data ] && samples=$(perf script -i /tmp/b.data -G -F ip 2>/dev/null | grep -c .)
 		[ "$1" = interval ] && reads=$(grep -c 'exits.io' /tmp/i.csv)
@@ -78,6 +80,9 @@ fi
 # pvtest.mode=snap: only this, for the snapshot test: port writes for 12 s while perf counts them;
 # the host snapshots the VM meanwhile and the restored VM prints both counts.
 if grep -q 'pvtest.mode=snap' /proc/cmdline; then
+	# (The test boots this one with --cpuid-hide pmu-ack: sampling the version-1 way, three writes a PMI.)
+	taskset -c 1 perf record -q -e perfvisor/task-clock/ -c 1000000 -o /tmp/s.data -- perfwork split 1 >/dev/null 2>&1
+	say "snap-samples: $(perf script -i /tmp/s.data -G -F ip 2>/dev/null | grep -c .)"
 	say "snap-mark"
 	taskset -c 1 perf stat -x, -o /tmp/snap.csv -e perfvisor/exits.io/,perfvisor/exits/ -- perfwork io-for 12 /tmp/snap.n
 	say "snap: $(cat /tmp/snap.n) port writes, $(csv /tmp/snap.csv exits.io) | $(csv /tmp/snap.csv 'exits/')"

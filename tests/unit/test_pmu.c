@@ -326,6 +326,73 @@ Test(pmu, overflow_exact_at_the_exit_and_one_pmi_in_flight)
 	cr_assert_eq(F->stats[PMU_STAT_OVERFLOW], 2);
 }
 
+/* PMI_ACK (PV_PMU_FEAT_ACK): one write clears the status, reloads and unmasks. */
+Test(pmu, pmi_ack_clears_reloads_and_unmasks_in_one_write)
+{
+	uint32_t r[4];
+
+	cr_assert(pmu_cpuid(&VM.caps, PV_PMU_CPUID_INFO, r));
+	cr_assert(r[3] & PV_PMU_FEAT_ACK, "PMI_ACK is offered");
+	arm_hv_int(1, PV_PMU_EV_EXITS_IO, 10);
+	wr(PV_PMU_MSR_RELOAD(1), 0 - 10ULL); /* sign-extended, as CTR takes it */
+	cr_assert_eq(rd(PV_PMU_MSR_RELOAD(1)), (0 - 10ULL) & PV_PMU_COUNTER_MASK);
+	F->hv[PV_PMU_EV_EXITS_IO] += 10;
+	pmu_after_exit(&P);
+	cr_assert_eq(F->injects, 1);
+	F->hv[PV_PMU_EV_EXITS_IO] += 3; /* counted past the wrap before the handler acknowledges */
+	pmu_after_exit(&P);
+	wr(PV_PMU_MSR_PMI_ACK, 1ULL << 1);
+	cr_assert_eq(rd(PV_PMU_MSR_GLOBAL_STATUS), 0, "status cleared");
+	cr_assert_eq(rd(PV_PMU_MSR_PMI_CFG) & PV_PMU_PMI_MASK, 0, "unmasked");
+	cr_assert_eq(rd(PV_PMU_MSR_CTR(1)), (0 - 10ULL) & PV_PMU_COUNTER_MASK, "reloaded");
+	cr_assert_eq(rd(PV_PMU_MSR_PMI_ACK), 0, "write-only");
+	F->hv[PV_PMU_EV_EXITS_IO] += 10;
+	pmu_after_exit(&P);
+	cr_assert_eq(F->injects, 2, "the next period's PMI comes without another write");
+	/* A counter bit acknowledged without a reload value keeps its count. */
+	wr(PV_PMU_MSR_RELOAD(1), 0);
+	F->hv[PV_PMU_EV_EXITS_IO] += 4;
+	pmu_after_exit(&P);
+	wr(PV_PMU_MSR_PMI_ACK, 1ULL << 1);
+	cr_assert_eq(rd(PV_PMU_MSR_CTR(1)), 4);
+	/* A PMI that came due while masked is delivered by the ACK itself. */
+	wr(PV_PMU_MSR_CTR(1), 0 - 1ULL);
+	wr(PV_PMU_MSR_PMI_CFG, PV_PMU_PMI_MASK);
+	F->hv[PV_PMU_EV_EXITS_IO] += 1;
+	pmu_after_exit(&P);
+	cr_assert_eq(F->injects, 2, "masked");
+	wr(PV_PMU_MSR_PMI_ACK, 0);
+	cr_assert_eq(F->injects, 3, "delivered at the ACK that unmasked it");
+	/* #GP: status bits that do not exist, reload values that are not 48-bit, counters beyond. */
+	wr_gp(PV_PMU_MSR_PMI_ACK, 1ULL << 20);
+	wr_gp(PV_PMU_MSR_RELOAD(0), 1ULL << 50);
+	wr_gp(PV_PMU_MSR_RELOAD(PMU_NR_COUNTERS), 0);
+	cr_assert_eq(pmu_msr_read(&P, PV_PMU_MSR_RELOAD(PMU_NR_COUNTERS), &(uint64_t){ 0 }), -EINVAL);
+}
+
+/* Without PV_PMU_FEAT_ACK (a restored older guest's PMU) the two registers do not exist. */
+Test(pmu, pmi_ack_absent_without_the_feature)
+{
+	struct pmu_vm vm;
+	struct pmu_vcpu p;
+	struct pmu_caps c = VM.caps;
+	struct pmu_vcpu_state st = { .reload = { [0] = 5 } };
+	const char *why = NULL;
+	uint64_t v;
+
+	c.features &= ~PV_PMU_FEAT_ACK;
+	pmu_vm_init(&vm, &c);
+	pmu_vcpu_init(&p, &vm, &fake_ops, F);
+	cr_assert_eq(pmu_msr_write(&p, PV_PMU_MSR_PMI_ACK, 0), -EINVAL);
+	cr_assert_eq(pmu_msr_read(&p, PV_PMU_MSR_PMI_ACK, &v), -EINVAL);
+	cr_assert_eq(pmu_msr_write(&p, PV_PMU_MSR_RELOAD(0), 0), -EINVAL);
+	cr_assert_eq(pmu_msr_read(&p, PV_PMU_MSR_RELOAD(0), &v), -EINVAL);
+	cr_assert_eq(pmu_vcpu_state_check(&c, &st, &why), -EINVAL);
+	cr_assert(why && strstr(why, "reload"), "%s", why);
+	cr_assert_eq(pmu_vcpu_state_check(&VM.caps, &st, &why), 0, "with the feature: %s", why ? why : "");
+	pmu_vcpu_fini(&p);
+}
+
 Test(pmu, pmi_vector_mode)
 {
 	wr(PV_PMU_MSR_PMI_CFG, PV_PMU_PMI_MODE_VECTOR | 0x2e);
@@ -498,6 +565,7 @@ Test(pmu, save_restore_counters_continue)
 	wr(PV_PMU_MSR_CFG(0), PV_PMU_EV_EXITS_IO | BOTH | PV_PMU_CFG_EN);
 	wr(PV_PMU_MSR_CFG(1), PV_PMU_EV_TASK_CLOCK | BOTH | PV_PMU_CFG_INT | PV_PMU_CFG_EN);
 	wr(PV_PMU_MSR_CTR(1), PV_PMU_COUNTER_MASK - 5000000 + 1);
+	wr(PV_PMU_MSR_RELOAD(1), 0 - 5000000ULL);
 	wr(PV_PMU_MSR_GLOBAL_CTRL, 3);
 	F->hv[PV_PMU_EV_EXITS_IO] += 1000000;
 	h = P.ctr[1].h;
@@ -523,6 +591,8 @@ Test(pmu, save_restore_counters_continue)
 	cr_assert_eq(rd(PV_PMU_MSR_CTR(1)), st.value[1] + 7);
 	cr_assert_eq(rd(PV_PMU_MSR_PMI_CFG), PV_PMU_PMI_MODE_VECTOR | 0x2e);
 	cr_assert_eq(rd(PV_PMU_MSR_GLOBAL_CTRL), 3);
+	cr_assert_eq(rd(PV_PMU_MSR_RELOAD(1)), (0 - 5000000ULL) & PV_PMU_COUNTER_MASK,
+		     "the reload value too");
 }
 
 Test(pmu, restore_sets_what_the_guest_cannot)
@@ -577,6 +647,7 @@ Test(pmu, state_check_refuses_impossible_states)
 		{ { .cfg = { [1] = PV_PMU_CFG_EN | (1ULL << 30) } }, "reserved bits" },
 		{ { .cfg = { [1] = PV_PMU_CFG_EN | BOTH | 255 } }, "not available" },
 		{ { .cfg = { [1] = PV_PMU_CFG_EN | PV_PMU_CFG_USR | PV_PMU_EV_EXITS_IO } }, "filter" },
+		{ { .reload = { [3] = 1ULL << 48 } }, "reload value is wider" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -468,7 +468,7 @@ Test(snapfmt, fwcfg_and_cpuid_hide_are_optional)
 	struct errbuf err;
 	size_t len;
 	void *blob = build(s, &len), *c = editable(blob, len);
-	uint32_t bad = 8;
+	uint32_t bad = 16; /* beyond every CPUID_HIDE_* bit */
 
 	cr_assert_eq(fdt_del_node(c, node(c, "/devices/fw_cfg@510")), 0);
 	cr_assert_eq(fdt_delprop(c, node(c, "/machine"), "cpuid-hide"), 0);
@@ -579,6 +579,12 @@ Test(snapfmt, optional_fields_of_a_part)
 	set_and_expect(blob, len, "/devices/fw_cfg@510", "later", &(uint32_t){ cpu_to_fdt32(101) }, 4,
 		       "value out of range");
 	free(c);
+	free(blob);
+	/* Written only when not 0: a state an older perfvisor could have made writes back as it did. */
+	((struct cfg *)s->dev[2])->later = 0;
+	blob = build(s, &len);
+	cr_assert_null(fdt_getprop(blob, node(blob, "/devices/fw_cfg@510"), "later", NULL), "0: not written");
+	cr_assert_not_null(fdt_getprop(blob, node(blob, "/devices/fw_cfg@510"), "offset", NULL));
 	free(blob);
 	free(s);
 	free(p);

@@ -41,4 +41,4 @@ expect_status 125; expect_err "a Linux kernel takes one --initrd FILE, without a
 run boot-bad-elf64-initrd 10 "$PV" run --kernel "$G/hello.elf" --initrd "$T/mod0"
 expect_status 125; expect_err "an ELF64 guest of perfvisor's own contract (docs/boot.md) takes no modules"; done_test
 run boot-bad-cpuid-hide 10 "$PV" run --kernel "$G/hello.elf" --cpuid-hide avx9
-expect_status 2; expect_err "unknown feature 'avx9' (known: xsave, cmpxchg16b, tsc-deadline)"; done_test
+expect_status 2; expect_err "unknown feature 'avx9' (known: xsave, cmpxchg16b, tsc-deadline, pmu-ack)"; done_test

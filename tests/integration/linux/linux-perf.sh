@@ -34,7 +34,7 @@ stop_vm
 o=$T/$cur.out
 expect_status 0
 expect_out 'perftest: insmod: ok'
-expect_out 'perftest: dmesg: .*perfvisor_pmu: PV PMU version 1: 8 counters of 48 bits per vCPU'
+expect_out 'perftest: dmesg: .*perfvisor_pmu: PV PMU version 1: 8 counters of 48 bits per vCPU.*acknowledged in one write (PMI_ACK)'
 expect_out "perftest: list: perfvisor/exits.io/"
 expect_out "perftest: list: perfvisor/task-clock/"
 expect_out "perftest: list: perfvisor/time.kvm_run/"
@@ -113,8 +113,10 @@ done_test
 # (through /dev/port: perfwork.c says why not ioperm here),
 # those before the snapshot and those after, exactly (the PV PMU's counters and page, and the
 # guest's perf state in its memory, are all in the snapshot).
+# This VM's PV PMU is one without PMI_ACK (--cpuid-hide pmu-ack, as an older perfvisor's): the
+# driver samples the version-1 way, and the restore keeps that PMU.
 cur=linux-perf-snapshot ok=1
-start_vm "$cur" 400 run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 512M --cpus 2 \
+start_vm "$cur" 400 run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 512M --cpus 2 --cpuid-hide pmu-ack \
 	--api-socket "$T/snap.sock" --cmdline "console=ttyS0 panic=-1 pvinit=script pvtest.mode=snap" --timeout 360
 if wait_out 'perftest: snap-mark' || wait_out 'perftest: snap-mark'; then
 	sleep 4
@@ -126,6 +128,9 @@ fi
 stop_vm
 expect_status 0
 expect_no_out 'perftest: snap:'
+expect_out 'perfvisor_pmu: PV PMU version 1: .*acknowledged in three writes'
+s=$(sed -n 's/.*perftest: snap-samples: \([0-9]*\).*/\1/p' "$T/$cur.out")
+[ "${s:-0}" -ge 100 ] || bad "perf record took ${s:-no} samples in 1 s at 1 ms without PMI_ACK (want >= 100)"
 done_test
 
 run linux-perf-restored 300 "$PV" run --restore "$T/snap" --timeout 240

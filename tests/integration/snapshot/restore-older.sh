@@ -4,9 +4,11 @@
 # of the snap guest with everything added within format 1 since its first version removed
 # (/machine cpuid-hide, profile and profile-symbols, the /devices/fw_cfg@510 node, statistics
 # fields appended since: the VM's time.kvm_run_live_ns_total, vCPU 0's time.cpu_ns and profile.*),
-# as a perfvisor of that time wrote it, restores (the VM runs with --cpuid-hide tsc-deadline: the
+# as a perfvisor of that time wrote it, restores (the VM runs with --cpuid-hide tsc-deadline,pmu-ack: the
 # CPUID a perfvisor of that time gave, without the TSC-deadline bit it now adds, and no
-# /machine cpuid-add is written; the restore, reading none, must give the guest that CPUID again), and the guest finishes its own checks that
+# /machine cpuid-add is written; the restore, reading none, must give the guest that CPUID again;
+# its PV PMU without PMI_ACK, which the restore must see from the snapshot's PMU features alone,
+# /machine cpuid-hide being gone), and the guest finishes its own checks that
 # nothing reset and nothing was counted twice. (tests/unit/data/snapshot-format1.fdt, a state file
 # an older writer made, is read and written back byte for byte by test_vmm_snapschema.)
 # cases: restore-older restore-older-end
@@ -14,7 +16,7 @@
 
 cur=restore-older; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm restore-older-vm 300 run --kernel "$SNAP" --cmdline "phases=8 work_ms=250" --api-socket "$T/o.sock" --timeout 280 \
-	--cpuid-hide tsc-deadline
+	--cpuid-hide tsc-deadline,pmu-ack
 wait_sock "$T/o.sock" 20 || bad "no control socket"
 wait_for "$T/restore-older-vm.out" 'phase 2/' || bad "the guest never reached phase 2"
 snapshot "$T/o.sock" "$T/o.snap" stop
