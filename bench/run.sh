@@ -11,15 +11,17 @@
 # both ways through virtio-net from inside that kernel, perfvisor against
 # QEMU microvm on the same tap setup), then the Linux profiling benchmark
 # (bench/linuxprof.sh: a Linux guest's overhead and the host's cost per
-# sample with its processes and ORC stacks, and without) on KVM, in one session. Where this machine
+# sample with its processes and ORC stacks, and without), then `perf` inside a Linux guest
+# (bench/guestperf.sh: its overhead, and the exits per sample and per counting read of the
+# PV PMU's Linux driver) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
 # use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh),
 # BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (2000, bench/disk.sh),
 # BENCH_NET_RUNS (3), BENCH_NET_MB (4 on a nested host, else 256, bench/net.sh),
-# BENCH_LXPROF_RUNS (2, bench/linuxprof.sh), BUILD,
-# BENCH_ONLY (names from boot pmu profile snapshot seccomp linux disk net linuxprof, separated by
+# BENCH_LXPROF_RUNS (2, bench/linuxprof.sh), BENCH_GPERF_RUNS (3), BENCH_GPERF_WORK (12000, bench/guestperf.sh), BUILD,
+# BENCH_ONLY (names from boot pmu profile snapshot seccomp linux disk net linuxprof guestperf, separated by
 # commas or spaces: only those benchmarks; default all).
 set -euo pipefail
 
@@ -52,13 +54,15 @@ net_runs=${BENCH_NET_RUNS:-3}
 net_mb=${BENCH_NET_MB:-}
 qemu=$(command -v qemu-system-x86_64)
 lxprof_runs=${BENCH_LXPROF_RUNS:-2}
-only=" $(echo "${BENCH_ONLY:-boot pmu profile snapshot seccomp linux disk net linuxprof}" | tr ',' ' ') "
+only=" $(echo "${BENCH_ONLY:-boot pmu profile snapshot seccomp linux disk net linuxprof guestperf}" | tr ',' ' ') "
 for b in $only; do
-	case "$b" in boot | pmu | profile | snapshot | seccomp | linux | disk | net | linuxprof) ;;
-	*) echo "bench: BENCH_ONLY: unknown benchmark '$b' (boot pmu profile snapshot seccomp linux disk net linuxprof)" >&2; exit 2 ;; esac
+	case "$b" in boot | pmu | profile | snapshot | seccomp | linux | disk | net | linuxprof | guestperf) ;;
+	*) echo "bench: BENCH_ONLY: unknown benchmark '$b' (boot pmu profile snapshot seccomp linux disk net linuxprof guestperf)" >&2; exit 2 ;; esac
 done
 # want NAME: BENCH_ONLY names it.
 want() { case "$only" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+# The guest-perf bench's initramfs (Debian's perf and the project's driver), made here: the test VM has no network.
+! want guestperf || bash tests/integration/linux-perfinit.sh "$build" >/dev/null
 
 if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHOST:-}" ]; then
 	status=0
@@ -72,7 +76,8 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 	! want disk || { BUILD=$build BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand \
 		BENCH_HOST="$h" sh bench/disk.sh || status=1; echo; }
 	! want net || { BUILD=$build BENCH_NET_RUNS=$net_runs BENCH_NET_MB=$net_mb BENCH_HOST="$h" sh bench/net.sh || status=1; echo; }
-	! want linuxprof || { BUILD=$build BENCH_LXPROF_RUNS=$lxprof_runs BENCH_HOST="$h" sh bench/linuxprof.sh || status=1; }
+	! want linuxprof || { BUILD=$build BENCH_LXPROF_RUNS=$lxprof_runs BENCH_HOST="$h" sh bench/linuxprof.sh || status=1; echo; }
+	! want guestperf || { BUILD=$build BENCH_HOST="$h" sh bench/guestperf.sh || status=1; }
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
@@ -101,7 +106,8 @@ else
 	! want linux || cmds="$cmds BUILD='$build' BENCH_LINUX_RUNS=$linux_runs BENCH_LINUX_RNG_RUNS=${BENCH_LINUX_RNG_RUNS:-1} BENCH_HOST='$host' sh bench/linux.sh || s=1; echo;"
 	! want disk || cmds="$cmds BUILD='$build' BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand BENCH_HOST='$host' sh bench/disk.sh || s=1; echo;"
 	! want net || cmds="$cmds BUILD='$build' BENCH_NET_RUNS=$net_runs BENCH_NET_MB=$net_mb BENCH_HOST='$host' sh bench/net.sh || s=1; echo;"
-	! want linuxprof || cmds="$cmds BUILD='$build' BENCH_LXPROF_RUNS=$lxprof_runs BENCH_HOST='$host' sh bench/linuxprof.sh || s=1;"
+	! want linuxprof || cmds="$cmds BUILD='$build' BENCH_LXPROF_RUNS=$lxprof_runs BENCH_HOST='$host' sh bench/linuxprof.sh || s=1; echo;"
+	! want guestperf || cmds="$cmds BUILD='$build' BENCH_HOST='$host' sh bench/guestperf.sh || s=1;"
 	# The Linux bench's spawn prints nothing until its three cases have booted
 	# BENCH_LINUX_RUNS times each (30 s a boot there): more than the test VM's
 	# default 300 s without output, after which it is deemed stuck.

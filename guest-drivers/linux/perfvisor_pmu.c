@@ -46,9 +46,14 @@ static struct {
 struct pvp_cpu {
 	struct pv_pmu_page *page;
 	struct perf_event *events[PV_PMU_MAX_COUNTERS];
-	unsigned long used;		 /* counters held by an event */
-	unsigned long intr;		 /* counters programmed with CFG.INT (their overflow is a PMI) */
-	u64 global_ctrl;		 /* what this driver last wrote to GLOBAL_CTRL */
+	unsigned long used; /* counters held by an event */
+	unsigned long intr; /* counters programmed with CFG.INT (their overflow is a PMI) */
+	u64 global_ctrl;    /* what this driver last wrote to GLOBAL_CTRL */
+	u64 want_ctrl;	    /* what it will write at the end of a perf_pmu_disable section */
+	int disabled;	    /* inside such a section (a context switch, the frequency tick) */
+	/* counter i's sampling event whose stop waits for the section's end: started again
+	 * within it, it runs on without a write */
+	struct perf_event *deferred[PV_PMU_MAX_COUNTERS];
 	u64 cfg[PV_PMU_MAX_COUNTERS];	 /* what this driver last wrote to CFG(i); 0 after reset */
 	u64 reload[PV_PMU_MAX_COUNTERS]; /* ... and to RELOAD(i), with PV_PMU_FEAT_ACK */
 };
@@ -232,12 +237,28 @@ static bool pvp_set_period(struct perf_event *event)
 	return due;
 }
 
-static void pvp_write_ctrl(struct pvp_cpu *c, u64 ctrl)
+/* GLOBAL_CTRL as the driver wants it: written now, or at the end of a perf_pmu_disable
+ * section, so that a counter stopped and started again within one costs no write. */
+static void pvp_ctrl(struct pvp_cpu *c, u64 want, bool now)
 {
-	if (c->global_ctrl != ctrl) {
-		c->global_ctrl = ctrl;
-		pvp_wrmsr(PV_PMU_MSR_GLOBAL_CTRL, ctrl);
+	c->want_ctrl = want;
+	if ((now || !c->disabled) && c->global_ctrl != want) {
+		c->global_ctrl = want;
+		pvp_wrmsr(PV_PMU_MSR_GLOBAL_CTRL, want);
 	}
+}
+
+static void pvp_pmu_disable(struct pmu *pmu)
+{
+	this_cpu_ptr(&pvp_cpus)->disabled++;
+}
+
+static void pvp_pmu_enable(struct pmu *pmu)
+{
+	struct pvp_cpu *c = this_cpu_ptr(&pvp_cpus);
+
+	if (c->disabled && !--c->disabled)
+		pvp_ctrl(c, c->want_ctrl, true);
 }
 
 static void pvp_start(struct perf_event *event, int flags)
@@ -245,21 +266,28 @@ static void pvp_start(struct perf_event *event, int flags)
 	struct hw_perf_event *hwc = &event->hw;
 	struct pvp_cpu *c = this_cpu_ptr(&pvp_cpus);
 	int i = hwc->idx;
+	bool live;
 
 	if (WARN_ON_ONCE(!(hwc->state & PERF_HES_STOPPED)))
 		return;
 	if (flags & PERF_EF_RELOAD)
 		WARN_ON_ONCE(!(hwc->state & PERF_HES_UPTODATE));
 	hwc->state = 0;
-	/* The counter is inactive (its GLOBAL_CTRL bit is clear), so its value holds still. */
+	/* Still running since its stop in this section (the frequency tick's stop and start)? */
+	live = c->deferred[i] == event && (c->global_ctrl >> i & 1) && c->cfg[i] == hwc->config;
+	c->deferred[i] = NULL;
+	/* Otherwise the counter is inactive (its GLOBAL_CTRL bit is clear), so its value holds still. */
 	if (c->cfg[i] != hwc->config) {
 		c->cfg[i] = hwc->config;
 		pvp_wrmsr(PV_PMU_MSR_CFG(i), hwc->config);
 	}
 	if (hwc->config & PV_PMU_CFG_INT) {
 		__set_bit(i, &c->intr);
-		pvp_set_period(event);
-		if (has_ack())
+		/* A live counter runs on to the overflow it was armed for; the PMI's RELOAD brings
+		 * a new period (the NMI handler writes RELOAD when the period changed). */
+		if (!live || local64_read(&hwc->period_left) <= 0)
+			pvp_set_period(event);
+		if (has_ack() && !live)
 			pvp_set_reload(c, event);
 	} else {
 		__clear_bit(i, &c->intr);
@@ -267,7 +295,7 @@ static void pvp_start(struct perf_event *event, int flags)
 		 * one: the counter did not count while it was inactive. */
 		local64_set(&hwc->prev_count, page_read(c, i, NULL));
 	}
-	pvp_write_ctrl(c, c->global_ctrl | BIT_ULL(i));
+	pvp_ctrl(c, c->want_ctrl | BIT_ULL(i), false);
 	/* A host that could not back the counter says so in ERROR (docs/pvpmu.md §7). */
 	if (READ_ONCE(c->page->error) & BIT_ULL(i))
 		pr_warn_ratelimited(
@@ -281,11 +309,19 @@ static void pvp_stop(struct perf_event *event, int flags)
 	struct pvp_cpu *c = this_cpu_ptr(&pvp_cpus);
 
 	if (!(hwc->state & PERF_HES_STOPPED)) {
-		pvp_write_ctrl(c, c->global_ctrl & ~BIT_ULL(hwc->idx));
+		/* A counting event's value must be exact when perf reads it: it stops now. A
+		 * sampling event's stop may wait for the section's end: it may start again. */
+		bool now = !(hwc->config & PV_PMU_CFG_INT);
+
+		pvp_ctrl(c, c->want_ctrl & ~BIT_ULL(hwc->idx), now);
+		if (!now && c->disabled)
+			c->deferred[hwc->idx] = event;
 		hwc->state |= PERF_HES_STOPPED;
 	}
 	if ((flags & PERF_EF_UPDATE) && !(hwc->state & PERF_HES_UPTODATE)) {
-		/* Exact: the page was written after the GLOBAL_CTRL write's exit. */
+		/* Exact for a counting event: the page was written after the GLOBAL_CTRL write's
+		 * exit. A sampling event's deferred stop leaves it as of the last exit, and the
+		 * counts since come with its next update. */
 		pvp_update(event);
 		hwc->state |= PERF_HES_UPTODATE;
 	}
@@ -382,15 +418,22 @@ static int pvp_nmi(unsigned int cmd, struct pt_regs *regs)
 	struct pvp_cpu *c = this_cpu_ptr(&pvp_cpus);
 	struct perf_sample_data data;
 	unsigned long bits;
-	u64 status;
+	u64 status, intr_cfg = 0;
 	int i;
 
-	if (!c->page || !c->intr)
+	if (!c->page)
+		return NMI_DONE;
+	/* The counters the host raises PMIs for: CFG.INT, also a counter whose event was just
+	 * removed while its stop waited for the end of a section (it must be acknowledged too). */
+	for (i = 0; i < pv.nr_counters; i++)
+		if (c->cfg[i] & PV_PMU_CFG_INT)
+			intr_cfg |= BIT_ULL(i);
+	if (!intr_cfg)
 		return NMI_DONE;
 	page_read(c, 0, &status);
-	/* Ours if a counter programmed to interrupt overflowed, or a PMI was throttled;
-	 * counting-only counters set status bits too but raise no PMI. */
-	status &= c->intr | PV_PMU_STATUS_THROTTLED;
+	/* Ours if such a counter overflowed, or a PMI was throttled; counting-only counters set
+	 * status bits too but raise no PMI. */
+	status &= intr_cfg | PV_PMU_STATUS_THROTTLED;
 	if (!status)
 		return NMI_DONE;
 	bits = status & c->intr;
@@ -528,6 +571,8 @@ static struct pmu pvp_pmu = {
 	.task_ctx_nr = perf_hw_context,
 	.capabilities = PERF_PMU_CAP_HETEROGENEOUS_CPUS,
 	.attr_groups = pvp_groups,
+	.pmu_enable = pvp_pmu_enable,
+	.pmu_disable = pvp_pmu_disable,
 	.event_init = pvp_event_init,
 	.add = pvp_add,
 	.del = pvp_del,
@@ -546,7 +591,9 @@ static int pvp_cpu_online(unsigned int cpu)
 
 	memset(c->cfg, 0, sizeof(c->cfg));
 	memset(c->reload, 0, sizeof(c->reload));
-	c->global_ctrl = 0;
+	memset(c->deferred, 0, sizeof(c->deferred));
+	c->global_ctrl = c->want_ctrl = 0;
+	c->disabled = 0;
 	c->used = c->intr = 0;
 	pvp_wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 0);
 	for (i = 0; has_ack() && i < pv.nr_counters; i++)
@@ -559,7 +606,7 @@ static int pvp_cpu_online(unsigned int cpu)
 static int pvp_cpu_offline(unsigned int cpu)
 {
 	pvp_wrmsr(PV_PMU_MSR_GLOBAL_CTRL, 0);
-	this_cpu_ptr(&pvp_cpus)->global_ctrl = 0;
+	this_cpu_ptr(&pvp_cpus)->global_ctrl = this_cpu_ptr(&pvp_cpus)->want_ctrl = 0;
 	pvp_wrmsr(PV_PMU_MSR_PAGE, 0);
 	return 0;
 }

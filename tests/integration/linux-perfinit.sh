@@ -45,8 +45,8 @@ n=$(sed -n 's/.*pvtest.n=\([0-9]*\).*/\1/p' /proc/cmdline); n=${n:-20000}
 csv() { grep "$2" "$1" | head -n 1; }
 if insmod /lib/modules/perfvisor_pmu.ko; then say "insmod: ok"; else say "insmod: failed"; fi
 # pvtest.mode=bench (bench/guestperf.sh): pvtest.rounds rounds (3) of the same CPU-bound work
-# (pvtest.work rounds of perfwork, 3000 unless given) without perf, under perf stat, under perf record -F 1000
-# and -c 1 ms, and under perf stat -I 10; each but the first inside an outer perf stat -a that
+# (pvtest.work rounds of perfwork, 3000 unless given) without perf, under perf stat and perf stat -I 10
+# (counting exits.io), under perf record -F 1000 and -c 1 ms; each but the first inside an outer perf stat -a that
 # counts the MSR exits all this costs. Modes rotate from round to round.
 if grep -q 'pvtest.mode=bench' /proc/cmdline; then
 	r=$(sed -n 's/.*pvtest.rounds=\([0-9]*\).*/\1/p' /proc/cmdline); r=${r:-3}
@@ -56,11 +56,11 @@ if grep -q 'pvtest.mode=bench' /proc/cmdline; then
 		rm -f /tmp/b.data /tmp/i.csv; samples=0 reads=0
 		case $1 in
 		off) outer taskset -c 1 perfwork rounds "$w" >/tmp/b.out ;;
-		stat) outer taskset -c 1 perf stat -x, -o /tmp/i.csv -e perfvisor/task-clock/ -- perfwork rounds "$w" >/tmp/b.out ;;
+		# perf stat on CPU 0, the workload on CPU 1, with and without -I 10: the difference in MSR
+		# exits is the reads' (on the workload's CPU perf's wakeups would be context switches).
+		stat) outer perf stat -x, -o /tmp/i.csv -e perfvisor/exits.io/ -- taskset -c 1 perfwork rounds "$w" >/tmp/b.out ;;
 		freq) outer taskset -c 1 perf record -q -F 1000 -e perfvisor/task-clock/ -o /tmp/b.data -- perfwork rounds "$w" >/tmp/b.out 2>&1 ;;
 		period) outer taskset -c 1 perf record -q -c 1000000 -e perfvisor/task-clock/ -o /tmp/b.data -- perfwork rounds "$w" >/tmp/b.out 2>&1 ;;
-		# perf itself on CPU 0: on the workload's CPU its wakeups would be context switches (an exit
-		# each way), not reads.
 		interval) outer perf stat -I 10 -x, -o /tmp/i.csv -e perfvisor/exits.io/ -- taskset -c 1 perfwork rounds "$w" >/tmp/b.out ;;
 		esac
 		[ -f /tmp/b.data ] && samples=$(perf script -i /tmp/b.data -G -F ip 2>/dev/null | grep -c .)
