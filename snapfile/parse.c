@@ -355,8 +355,9 @@ static void r_machine(struct fdtr *r, struct snap *s)
 	if (!r->rc && gmem_check_size(s->mem_size, &sizeerr))
 		r_fail(r, "memory-size", sizeerr.msg);
 	s->pmu = r_u32(r, node, "pmu", 1);
-	s->cpuid_hide = r_u32_opt(r, node, "cpuid-hide",
-				  CPUID_HIDE_XSAVE | CPUID_HIDE_CX16 | CPUID_HIDE_TSC_DEADLINE | CPUID_HIDE_PMU_ACK, 0);
+	s->cpuid_hide = r_u32_opt(
+		r, node, "cpuid-hide",
+		CPUID_HIDE_XSAVE | CPUID_HIDE_CX16 | CPUID_HIDE_TSC_DEADLINE | CPUID_HIDE_PMU_ACK, 0);
 	s->cpuid_add = r_u32_opt(r, node, "cpuid-add", CPUID_ADD_TSC_DEADLINE, 0);
 	s->host_kind = r_u32(r, node, "host-kind", ~0u);
 	s->host_flags = r_u64(r, node, "host-flags");

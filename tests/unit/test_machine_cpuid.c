@@ -277,8 +277,8 @@ Test(cpuid, parse_hide)
 	cr_assert_eq(cpuid_parse_hide("tsc-deadline", &m, &e), 0);
 	cr_assert_eq(m, CPUID_HIDE_TSC_DEADLINE);
 	cr_assert_eq(cpuid_parse_hide("xsave,avx", &m, &e), -EINVAL);
-	cr_assert(strstr(e.msg, "unknown feature 'avx' (known: xsave, cmpxchg16b, tsc-deadline, pmu-ack)"), "%s",
-		  e.msg);
+	cr_assert(strstr(e.msg, "unknown feature 'avx' (known: xsave, cmpxchg16b, tsc-deadline, pmu-ack)"),
+		  "%s", e.msg);
 	cr_assert_eq(cpuid_parse_hide("xsav", &m, &e), -EINVAL, "no prefix matches");
 	cr_assert_eq(cpuid_parse_hide("", &m, &e), -EINVAL);
 	cr_assert(strstr(e.msg, "needs a feature list"), "%s", e.msg);
