@@ -19,15 +19,16 @@ out=$build/guest-drivers/linux
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 cp "$src/guest-drivers/linux/perfvisor_pmu.c" "$src/guest-drivers/linux/Kbuild" "$out/"
-if ! make -s -C "$kdir" M="$out" PVINC="$src/include" modules >"$out/build.log" 2>&1; then
+# A make of its own (not the calling make's jobs: Kbuild would warn it has no jobserver).
+if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$kdir" M="$out" PVINC="$src/include" modules >"$out/build.log" 2>&1; then
 	echo "linux-module: building perfvisor_pmu.ko for $abi failed:" >&2
 	grep -E 'error|Error' "$out/build.log" | head -n 20 >&2
 	exit 1
 fi
-# Warnings fail the build, as for the rest of the project.
-if grep -q 'warning:' "$out/build.log"; then
+# The compiler's warnings fail the build, as for the rest of the project.
+if grep -q '\.[ch]:[0-9]*:[0-9]*: warning:' "$out/build.log"; then
 	echo "linux-module: perfvisor_pmu.c has compiler warnings:" >&2
-	grep -A3 'warning:' "$out/build.log" | head -n 20 >&2
+	grep -A3 '\.[ch]:[0-9]*:[0-9]*: warning:' "$out/build.log" | head -n 20 >&2
 	rm -f "$out/perfvisor_pmu.ko"
 	exit 1
 fi
