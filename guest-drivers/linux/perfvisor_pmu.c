@@ -449,18 +449,24 @@ static int pvp_nmi(unsigned int cmd, struct pt_regs *regs)
 		for_each_set_bit(i, &bits, pv.nr_counters) {
 			struct perf_event *event = c->events[i];
 			struct hw_perf_event *hwc;
-			bool due;
-			s64 period;
+			bool due, stopped;
 
-			if (!event || (event->hw.state & PERF_HES_STOPPED))
+			if (!event)
 				continue;
 			hwc = &event->hw;
-			pvp_set_reload(c, event); /* no exit unless the period changed (-F) */
+			stopped = hwc->state & PERF_HES_STOPPED;
+			if (!stopped)
+				pvp_set_reload(c, event); /* no exit unless the period changed (-F) */
+			if (!c->reload[i])
+				continue;
+			/* The ACK loads RELOAD(i): the count goes on from there, also for an event
+			 * stopped in a section that may start it again without a write (the tick). */
 			due = local64_read(&hwc->period_left) <= 0;
-			period = clamp_period(event, hwc->sample_period);
+			local64_set(&hwc->period_left, (pv.mask + 1 - c->reload[i]) & pv.mask);
+			local64_set(&hwc->prev_count, c->reload[i]);
+			if (stopped)
+				continue;
 			hwc->last_period = hwc->sample_period;
-			local64_set(&hwc->period_left, period);
-			local64_set(&hwc->prev_count, (u64)(-period) & pv.mask);
 			perf_sample_data_init(&data, 0, hwc->last_period);
 			if (due && pvp_overflow(event, &data, regs))
 				pvp_stop(event, 0); /* perf throttled it */
