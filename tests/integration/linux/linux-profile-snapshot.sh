@@ -18,7 +18,10 @@ start_vm linux-profile-snapshot 300 run --kernel "$LXK/vmlinuz" --initrd "$LXI" 
 	--kernel-decompress guest --profile task-clock:1ms --profile-output "$T/p1" --api-socket "$T/s"
 if wait_out 'pvinit: profile work: spinA [0-9]*, spinB [0-9]* started'; then
 	# Live: the top processes so far (perfvisor stat --profile-top, the control socket's profile).
-	"$PV" stat "$T/s" --once --fields 'profile.samples' --profile-top 20 >"$T/$cur.stat" 2>&1 || bad "stat failed"
+	# spinA has just started: 2 s for it to gather samples, and the top 100 (the boot's
+	# kernel threads come first until then).
+	sleep 2
+	"$PV" stat "$T/s" --once --fields 'profile.samples' --profile-top 100 >"$T/$cur.stat" 2>&1 || bad "stat failed"
 	grep -q '^ *[0-9][0-9]*  spinA  *[0-9][0-9]* ' "$T/$cur.stat" ||
 		bad "stat --profile-top lacks the guest's running process: $(tail -n 6 "$T/$cur.stat" | tr '\n' ';')"
 	snapshot "$T/s" "$T/snap" stop
