@@ -356,6 +356,7 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 	char path[4200];
 	struct errbuf e;
 	struct snap *s = calloc(1, sizeof(*s));
+	const struct pmu_caps *caps;
 	struct stat st;
 	size_t len;
 	int rc, fd;
@@ -415,14 +416,12 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 		cfg->net[i].has_mac = true;
 		cfg->nr_net++;
 	}
-	cfg->cpuid_hide = s->cpuid_hide;
+	/* The same CPUID; and PMI_ACK, added since an older perfvisor took the snapshot, stays
+	 * hidden from a guest whose PMU (the snapshot's /pmu features) did not have it. */
+	caps = snap_part_state(s, &pmu_caps_part, -1);
+	cfg->cpuid_hide =
+		s->cpuid_hide | (caps && !(caps->features & PV_PMU_FEAT_ACK) ? CPUID_HIDE_PMU_ACK : 0);
 	cfg->cpuid_add = s->cpuid_add;
-	/* A PMU feature added since the snapshot was taken stays hidden from its guest. */
-	{
-		const struct pmu_caps *caps = snap_part_state(s, &pmu_caps_part, -1);
-
-		cfg->pmu_features_hidden = caps ? PV_PMU_FEAT_ACK & ~caps->features : 0;
-	}
 	cfg->kernel = s->kernel;
 	cfg->cmdline = s->cmdline;
 	return restore_profile(r->dir, s, cfg, err);

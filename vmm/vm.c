@@ -261,9 +261,8 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 								  .nr_net = vm->cfg.nr_net,
 								  .vm_name = vm->cfg.name },
 				      err);
-	/* PMU features a snapshot's guest lacked, or --cpuid-hide pmu-ack, are not offered. */
-	pmu_hidden =
-		vm->cfg.pmu_features_hidden | (vm->cfg.cpuid_hide & CPUID_HIDE_PMU_ACK ? PV_PMU_FEAT_ACK : 0);
+	/* --cpuid-hide pmu-ack (also a restore's, for an older snapshot's guest): no PMI_ACK. */
+	pmu_hidden = vm->cfg.cpuid_hide & CPUID_HIDE_PMU_ACK ? PV_PMU_FEAT_ACK : 0;
 	if (!rc)
 		rc = vm_pmu_create(&vm->pmu,
 				   &(struct vm_pmu_config){ vm->cfg.pmu, cfg->verbose, &vm->kvm, vm->fd,

@@ -29,7 +29,7 @@ struct vm_pmu_config {
 	struct bus *bus; /* not frozen yet: the MSR block is registered on it */
 	struct gmem *mem;
 	unsigned nr_vcpus;
-	unsigned features_hidden; /* PV_PMU_FEAT_* left out (a restored older guest's PMU) */
+	unsigned features_hidden; /* PV_PMU_FEAT_* left out (--cpuid-hide pmu-ack) */
 };
 
 /* Probe the host, route the MSR block (KVM's filter, the bus). 0 or -errno with a message. Setup thread. */

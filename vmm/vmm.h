@@ -73,9 +73,6 @@ struct vm_config {
 	unsigned nr_initrd;
 	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
 	unsigned cpuid_add;  /* CPUID_ADD_* bits: set by vm_create (the host's, or the snapshot's) */
-	/* PV_PMU_FEAT_* bits the guest is not offered though this perfvisor has them: set by a restore
-	 * whose snapshot's guest had fewer (an older perfvisor's), so it sees the same PMU again */
-	unsigned pmu_features_hidden;
 	enum loader_decompress kernel_decompress; /* --kernel-decompress (default auto) */
 	bool verbose;
 	const char *restore;	    /* --restore DIR: continue a snapshot instead of booting a kernel */
