@@ -72,7 +72,6 @@ static void w_u64s(struct fdtw *w, const char *name, const uint64_t *v, unsigned
 	w_bytes(w, name, cells, n * 8);
 }
 
-/* One field of a part, from its state. */
 /* The bytes a field takes in its part's state. */
 static size_t field_size(const struct snap_field *f)
 {
@@ -94,6 +93,7 @@ static size_t field_size(const struct snap_field *f)
 	}
 }
 
+/* One field of a part, from its state. */
 static void w_field(struct fdtw *w, const struct snap_field *f, const void *state)
 {
 	const uint8_t *at = (const uint8_t *)state + f->off;
