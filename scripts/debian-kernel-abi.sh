@@ -4,10 +4,11 @@
 # the one BUILD/debian-kernel/ holds once tests/integration/debian-kernel.sh fetched it,
 # else the one Debian's linux-image-amd64 depends on now (what that script will fetch).
 # The module's headers (scripts/linux-module.sh, scripts/deps.sh) must be that kernel's.
-# Exit 1 with one line saying why if neither is known. Usage: scripts/debian-kernel-abi.sh [BUILD]
+# With --apt, only the latter (tests/integration/debian-kernel.sh asks it what to fetch).
+# Exit 1 with one line saying why if neither is known. Usage: scripts/debian-kernel-abi.sh [--apt | BUILD]
 set -euo pipefail
 build=${1:-build}
-if [ -s "$build/debian-kernel/package" ]; then
+if [ "$build" != --apt ] && [ -s "$build/debian-kernel/package" ]; then
 	abi=$(sed -n 's/^linux-image-\([0-9][^_]*-amd64\)_.*/\1/p' "$build/debian-kernel/package")
 	[ -n "$abi" ] && { echo "$abi"; exit 0; }
 fi

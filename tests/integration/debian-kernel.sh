@@ -17,12 +17,8 @@ dir=$build/debian-kernel
 mkdir -p "$dir/cache"
 
 if [ ! -s "$dir/vmlinuz" ]; then
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1)
-	if [ -z "$pkg" ]; then
-		apt-get update -qq >/dev/null 2>&1 || true
-		pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[0-9].*-amd64\)$/\1/p' | head -n 1)
-	fi
-	[ -n "$pkg" ] || { echo "debian-kernel: apt-cache knows no linux-image-amd64 (apt-get update?)" >&2; exit 1; }
+	abi=$(bash "$(dirname "$0")/../../scripts/debian-kernel-abi.sh" --apt) || exit 1
+	pkg=linux-image-$abi
 	rm -f "$dir/cache/"*.deb
 	(cd "$dir/cache" && timeout 600 apt-get download -q "$pkg" >/dev/null 2>"$PWD/apt.err") ||
 		{ echo "debian-kernel: apt-get download $pkg failed: $(tail -n 1 "$dir/cache/apt.err")" >&2; exit 1; }
