@@ -148,7 +148,7 @@ static u64 page_read(struct pvp_cpu *c, unsigned int i, u64 *status)
 
 /* Fold what the counter counted since prev_count into the event. Safe against the
  * NMI handler updating the same event (the cmpxchg, as x86's own PMU driver does). */
-static u64 pvp_update(struct perf_event *event)
+static void pvp_update(struct perf_event *event)
 {
 	struct hw_perf_event *hwc = &event->hw;
 	struct pvp_cpu *c = this_cpu_ptr(&pvp_cpus);
@@ -161,7 +161,6 @@ static u64 pvp_update(struct perf_event *event)
 	delta = (now - prev) & pv.mask;
 	local64_add(delta, &event->count);
 	local64_sub(delta, &hwc->period_left);
-	return now;
 }
 
 /* The smallest period the host honours for this event (CPUID 0x40000102); a smaller
