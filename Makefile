@@ -240,7 +240,9 @@ FUZZ_OPTS_devices :=
 FUZZ_SRCS_virtqueue := fuzz/virtqueue.c devices/virtqueue.c devices/virtio_mmio.c devices/virtio_rng.c \
 	devices/virtio_blk.c devices/virtio_net.c util/util.c
 FUZZ_OPTS_virtqueue :=
-FUZZ_TARGETS := snapshot api loaders pmu stats devices virtqueue
+FUZZ_SRCS_migstream := fuzz/migstream.c snapfile/migstream.c util/util.c
+FUZZ_OPTS_migstream := -lxxhash
+FUZZ_TARGETS := snapshot api loaders pmu stats devices virtqueue migstream
 define fuzz_target
 $(FUZZ_OUT)/$(1): $$(FUZZ_SRCS_$(1)) | $(DEPS_STAMP)
 	$$(Q)mkdir -p $$(dir $$@) && echo "  FUZZ    $$@"

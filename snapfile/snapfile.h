@@ -253,4 +253,87 @@ int snapio_write_memory(struct snapio_dir *d, const void *mem, uint64_t len, int
 int snapio_finish(struct snapio_dir *d, const void *state, size_t state_len, struct errbuf *err);
 void snapio_abort(struct snapio_dir *d);
 
+/* ---- the live-migration stream (migstream.c; docs/migration.md) ------------- */
+/*
+ * A migration is a sequence of records over one connection, each a 24-byte
+ * header and its payload. The header carries the record's number (from 0,
+ * both directions counted apart) and an XXH3-64 of the payload seeded with
+ * the header's other fields, so a lost, repeated, damaged or reordered
+ * record is refused. Control records carry one JSON object (vmm/ reads
+ * it); PAGES and ZERO carry guest memory; STATE the snapshot state file.
+ * Pure: no sockets, no KVM.
+ */
+#define MIG_MAGIC 0x474d5650U /* "PVMG" little-endian */
+#define MIG_PROTOCOL 1U	      /* the protocol this perfvisor speaks */
+#define MIG_PAGE 4096U
+#define MIG_MAX_RUN 256U       /* pages in one PAGES record: 1 MiB */
+#define MIG_MAX_CONTROL 65536U /* a control record's JSON */
+#define MIG_PAGES_HDR 16U      /* PAGES/ZERO payload: u64 gpa, u64 pages */
+
+enum mig_type {
+	MIG_HELLO = 1, /* source: the machine it would send (JSON) */
+	MIG_ACCEPT,    /* destination: {"ok":true} or {"ok":false,"error":...} */
+	MIG_PAGES,     /* source: gpa, pages, the pages' bytes */
+	MIG_ZERO,      /* source: gpa, pages: these pages are zero */
+	MIG_STATE,     /* source: the state file (docs/snapshot.md), last of the memory */
+	MIG_READY,     /* destination: the VM is built and waits for GO (JSON ok/error) */
+	MIG_GO,	       /* source: it will never run the guest again; run it */
+	MIG_RUNNING,   /* destination: the guest runs here */
+	MIG_ABORT,     /* either side: giving up (JSON error) */
+	MIG_TYPE_END
+};
+
+struct mig_hdr {
+	uint32_t magic;
+	uint16_t type;
+	uint16_t flags; /* 0 */
+	uint32_t len;	/* payload bytes */
+	uint32_t seq;	/* this direction's record number, from 0 */
+	uint64_t hash;	/* mig_hash() of the payload */
+};
+_Static_assert(sizeof(struct mig_hdr) == 24, "the header is 24 bytes on the wire");
+
+/* The record type's name ("PAGES"), or "unknown". */
+const char *mig_type_name(unsigned type);
+/* XXH3-64 of the payload, seeded with the header's type, length and number. */
+uint64_t mig_hash(unsigned type, uint32_t seq, const void *payload, uint32_t len);
+/* The same of a payload sent in two pieces, a then b. */
+uint64_t mig_hash2(unsigned type, uint32_t seq, const void *a, uint32_t alen, const void *b, uint32_t blen);
+/* A header for a record with this payload. */
+void mig_hdr_make(struct mig_hdr *h, enum mig_type type, uint32_t seq, const void *payload, uint32_t len);
+/*
+ * Check a received header: magic, known type, flags, the length the type
+ * allows (state_max: the largest state file), the expected number. 0 or
+ * -EPROTO with one line.
+ */
+int mig_hdr_check(const struct mig_hdr *h, uint32_t seq, uint32_t state_max, struct errbuf *err);
+/* Check a payload against its header's hash. 0 or -EPROTO with one line. */
+int mig_payload_check(const struct mig_hdr *h, const void *payload, struct errbuf *err);
+
+/*
+ * The destination's side of the stream as a state machine: HELLO first,
+ * then any PAGES and ZERO, then one STATE. mig_rx_feed() takes one checked
+ * record (header and payload) and applies memory records to mem (mem_size
+ * bytes, zeroed at the start); it refuses a record out of order, a range
+ * outside RAM or one whose length disagrees with its page count.
+ */
+enum mig_rx_phase {
+	MIG_RX_HELLO,
+	MIG_RX_MEMORY,
+	MIG_RX_DONE
+};
+struct mig_rx {
+	enum mig_rx_phase phase;
+	uint8_t *mem;
+	uint64_t mem_size;	    /* 0 until HELLO said it (mig_rx_set_memory) */
+	uint64_t pages, zero_pages; /* received */
+	uint64_t records;
+	const void *state; /* MIG_RX_DONE: points into the STATE payload */
+	uint32_t state_len;
+};
+/* Returns 0 (the record applied), or -EPROTO/-ERANGE with one line. */
+int mig_rx_feed(struct mig_rx *rx, const struct mig_hdr *h, const void *payload, struct errbuf *err);
+/* After HELLO was accepted: the RAM the memory records go to. */
+void mig_rx_set_memory(struct mig_rx *rx, uint8_t *mem, uint64_t size);
+
 #endif
