@@ -186,6 +186,45 @@ static json_t *api_profile(const struct api_env *e, const struct api_request *r)
 	return reply ? reply : api_error("profile: out of memory");
 }
 
+/* {"cmd":"migrate","to":...}: the rounds, the pause; the VM then stops (docs/migration.md) */
+static json_t *api_migrate(const struct api_env *e, const struct api_request *r)
+{
+	struct mig_request rq = { .max_downtime_ns = r->max_downtime_ns,
+				  .timeout_ms = r->timeout_ms,
+				  .stop_copy = r->stop_copy };
+	struct mig_result *res = calloc(1, sizeof(*res));
+	struct errbuf err;
+	json_t *rounds, *reply;
+	int rc;
+
+	if (!res)
+		return api_error("out of memory");
+	snprintf(rq.to, sizeof(rq.to), "%s", r->to);
+	rc = vm_migrate(e->snap, &rq, res, &err);
+	rounds = json_array();
+	for (unsigned i = 0; rounds && i < res->nr_rounds; i++) {
+		const struct mig_round *m = &res->round[i];
+
+		json_array_append_new(rounds,
+				      json_pack("{s:I, s:I, s:I, s:I, s:I, s:b}", "pages",
+						(json_int_t)m->pages, "zero_pages", (json_int_t)m->zero_pages,
+						"bytes", (json_int_t)m->bytes, "ns", (json_int_t)m->ns,
+						"dirty", (json_int_t)m->dirty, "paused",
+						i + 1 == res->nr_rounds && rc == 0));
+	}
+	if (rc)
+		reply = json_pack("{s:b, s:s, s:b, s:o}", "ok", 0, "error", err.msg, "committed",
+				  res->committed, "rounds", rounds);
+	else
+		reply = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "ok", 1, "to", rq.to,
+				  "downtime_ns", (json_int_t)res->downtime_ns, "total_ns",
+				  (json_int_t)res->total_ns, "bytes", (json_int_t)res->bytes, "memory_bytes",
+				  (json_int_t)res->mem_bytes, "state_bytes", (json_int_t)res->state_bytes,
+				  "rounds", rounds);
+	free(res);
+	return reply ? reply : api_error("migrate: out of memory");
+}
+
 static void api_handle_line(struct api *api, const struct api_env *e, int cfd, const char *line)
 {
 	struct api_request r;
@@ -226,6 +265,9 @@ static void api_handle_line(struct api *api, const struct api_env *e, int cfd, c
 		break;
 	case API_PROFILE:
 		api_send(cfd, api_profile(e, &r), -1);
+		break;
+	case API_MIGRATE:
+		api_send(cfd, api_migrate(e, &r), -1);
 		break;
 	case API_BAD:
 		break;

@@ -35,8 +35,9 @@ static const struct {
 	const char *name;
 	enum api_cmd cmd;
 } commands[] = {
-	{ "query", API_QUERY },	  { "stats-fd", API_STATS_FD }, { "pause", API_PAUSE },
-	{ "resume", API_RESUME }, { "snapshot", API_SNAPSHOT }, { "profile", API_PROFILE },
+	{ "query", API_QUERY },	    { "stats-fd", API_STATS_FD }, { "pause", API_PAUSE },
+	{ "resume", API_RESUME },   { "snapshot", API_SNAPSHOT }, { "profile", API_PROFILE },
+	{ "migrate", API_MIGRATE },
 };
 
 /* {"cmd":"profile"[,"top":N]} */
@@ -72,6 +73,36 @@ static json_t *parse_snapshot(json_t *req, struct api_request *r)
 	return NULL;
 }
 
+/* {"cmd":"migrate","to":"tcp:IP:PORT"|"unix:PATH"[,"max_downtime_ms":N][,"timeout_ms":N][,"stop_copy":B]} */
+static json_t *parse_migrate(json_t *req, struct api_request *r)
+{
+	const char *to = NULL;
+	json_int_t downtime = 20, timeout = 60000;
+	int stop_copy = 0;
+	json_error_t jerr;
+
+	if (json_unpack_ex(req, &jerr, 0, "{s:s, s?:I, s?:I, s?:b}", "to", &to, "max_downtime_ms", &downtime,
+			   "timeout_ms", &timeout, "stop_copy", &stop_copy) < 0)
+		return api_error_reply("migrate needs \"to\" (a string) and takes \"max_downtime_ms\", "
+				       "\"timeout_ms\" (numbers) and \"stop_copy\" (true/false): %s",
+				       jerr.text);
+	if (strncmp(to, "tcp:", 4) && strncmp(to, "unix:", 5))
+		return api_error_reply("migrate: \"to\" is tcp:IP:PORT or unix:PATH (got '%.100s')", to);
+	if (strlen(to) >= sizeof(r->to))
+		return api_error_reply("migrate: \"to\" is longer than %zu bytes", sizeof(r->to) - 1);
+	if (downtime < 1 || downtime > 60000)
+		return api_error_reply("migrate: \"max_downtime_ms\" must be 1 to 60000 (got %lld)",
+				       (long long)downtime);
+	if (timeout < 1000 || timeout > 3600000)
+		return api_error_reply("migrate: \"timeout_ms\" must be 1000 to 3600000 (got %lld)",
+				       (long long)timeout);
+	snprintf(r->to, sizeof(r->to), "%s", to);
+	r->max_downtime_ns = (uint64_t)downtime * 1000000ULL;
+	r->timeout_ms = (uint64_t)timeout;
+	r->stop_copy = stop_copy;
+	return NULL;
+}
+
 json_t *api_parse_request(const char *line, struct api_request *r)
 {
 	json_error_t jerr;
@@ -93,11 +124,14 @@ json_t *api_parse_request(const char *line, struct api_request *r)
 			r->cmd = commands[i].cmd;
 	if (r->cmd == API_BAD)
 		err = api_error_reply(
-			"unknown command '%.100s' (query, stats-fd, pause, resume, snapshot, profile)", cmd);
+			"unknown command '%.100s' (query, stats-fd, pause, resume, snapshot, profile, migrate)",
+			cmd);
 	else if (r->cmd == API_SNAPSHOT)
 		err = parse_snapshot(req, r);
 	else if (r->cmd == API_PROFILE)
 		err = parse_profile(req, r);
+	else if (r->cmd == API_MIGRATE)
+		err = parse_migrate(req, r);
 	json_decref(req);
 	if (err)
 		r->cmd = API_BAD;

@@ -10,12 +10,14 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "migrate.h"
 #include "perfvisor/bootinfo.h"
 #include "stats/stats.h"
 
 const char cli_run_usage[] =
 	"Usage: perfvisor run --kernel FILE [options]\n"
 	"       perfvisor run --restore DIR [options]\n"
+	"       perfvisor run --incoming ADDR [options]\n"
 	"Boot a guest on KVM, or continue a snapshot (docs/snapshot.md), and exit with its\n"
 	"status. The kernel's format is detected (docs/boot.md): a Linux bzImage, a multiboot\n"
 	"v1 kernel, an ELF with a PVH note, or an ELF64 guest of perfvisor's own contract.\n"
@@ -31,6 +33,10 @@ const char cli_run_usage[] =
 	"  --restore-memory map|read  map the memory file copy-on-write (default: fast, lazy) or\n"
 	"                       read it into fresh RAM\n"
 	"  --no-memory-check    skip the memory file's checksum (the state file is always checked)\n"
+	"  --incoming ADDR      wait for one VM migrating here (perfvisor migrate; docs/migration.md)\n"
+	"                       on tcp:IP:PORT or unix:PATH; the machine comes from the source, as with\n"
+	"                       --restore; --cpus and --memory, if given, are the most this host offers\n"
+	"  --incoming-timeout SECONDS  how long to wait for the source (default 600)\n"
 	"  --cpus N             number of vCPUs, 1-64 (default 1)\n"
 	"  --memory SIZE        guest RAM, e.g. 64M, 1G; 4M-3G, 4 KiB multiple (default 64M)\n"
 	"  --cmdline STR        command line passed to the guest (at most 4095 bytes)\n"
@@ -102,7 +108,9 @@ enum {
 	OPT_RNG,
 	OPT_DISK,
 	OPT_NET,
-	OPT_KERNEL_DECOMPRESS
+	OPT_KERNEL_DECOMPRESS,
+	OPT_INCOMING,
+	OPT_INCOMING_TIMEOUT
 };
 
 static const struct option run_options[] = {
@@ -131,6 +139,8 @@ static const struct option run_options[] = {
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "net", required_argument, NULL, OPT_NET },
 	{ "kernel-decompress", required_argument, NULL, OPT_KERNEL_DECOMPRESS },
+	{ "incoming", required_argument, NULL, OPT_INCOMING },
+	{ "incoming-timeout", required_argument, NULL, OPT_INCOMING_TIMEOUT },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -345,6 +355,18 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 	case OPT_NO_MEMORY_CHECK:
 		cfg->restore_no_check = true;
 		return 0;
+	case OPT_INCOMING: {
+		struct mig_addr a;
+
+		cfg->incoming = arg;
+		return mig_addr_parse(arg, &a, err) ? -EINVAL : 0;
+	}
+	case OPT_INCOMING_TIMEOUT:
+		if (util_parse_u64(arg, 1, 86400, &v))
+			return errbuf_set(err, -EINVAL,
+					  "--incoming-timeout must be 1 to 86400 seconds (got '%s')", arg);
+		cfg->incoming_timeout_ms = v * 1000;
+		return 0;
 	case OPT_INITRD:
 		if (arg[0] == '\0' || arg[0] == ' ')
 			return errbuf_set(err, -EINVAL,
@@ -497,7 +519,20 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 	if (optind < argc)
 		return errbuf_set(err, -EINVAL, "unexpected argument '%s' (see perfvisor run --help)",
 				  argv[optind]);
-	if (cfg->restore) {
+	if (cfg->incoming && cfg->restore)
+		return errbuf_set(err, -EINVAL, "--incoming and --restore cannot be combined");
+	if (given & (1u << (OPT_INCOMING_TIMEOUT - OPT_KERNEL)) && !cfg->incoming)
+		return errbuf_set(err, -EINVAL, "--incoming-timeout needs --incoming");
+	if (cfg->incoming) {
+		/* --cpus and --memory: the most this destination offers (0: as much as KVM allows). */
+		cfg->incoming_max_cpus = given & (1u << (OPT_CPUS - OPT_KERNEL)) ? cfg->nr_cpus : 0;
+		cfg->incoming_max_mem = given & (1u << (OPT_MEMORY - OPT_KERNEL)) ? cfg->mem_size : 0;
+		given &= ~((1u << (OPT_CPUS - OPT_KERNEL)) | (1u << (OPT_MEMORY - OPT_KERNEL)));
+		if (!cfg->incoming_timeout_ms)
+			cfg->incoming_timeout_ms = MIG_DEFAULT_INCOMING_TIMEOUT_MS;
+	}
+	if (cfg->restore || cfg->incoming) {
+		const char *with = cfg->incoming ? "--incoming: the source" : "--restore: the snapshot";
 		static const struct {
 			int opt;
 			const char *name;
@@ -516,10 +551,8 @@ int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *e
 
 		for (size_t i = 0; i < sizeof(from_snapshot) / sizeof(from_snapshot[0]); i++)
 			if (given & (1u << (from_snapshot[i].opt - OPT_KERNEL)))
-				return errbuf_set(
-					err, -EINVAL,
-					"%s cannot be combined with --restore: the snapshot sets it",
-					from_snapshot[i].name);
+				return errbuf_set(err, -EINVAL, "%s cannot be combined with %s sets it",
+						  from_snapshot[i].name, with);
 		return 0;
 	}
 	if (!cfg->prof.n && cfg->profile_output)

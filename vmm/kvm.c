@@ -98,10 +98,26 @@ void kvmsys_close(struct kvm_sys *k)
 /* Three pages below the BIOS area, unused by guests. */
 #define TSS_ADDR 0xfffbd000ULL
 
+/* Guest RAM as memory slot 0 at guest-physical 0, with these KVM_MEM_* flags (set again: changed). */
+static int set_ram_slot(int vm_fd, const struct gmem *mem, uint32_t flags, struct errbuf *err)
+{
+	struct kvm_userspace_memory_region region = {
+		.slot = 0,
+		.flags = flags,
+		.guest_phys_addr = 0,
+		.memory_size = mem->size,
+		.userspace_addr = (uintptr_t)mem->hva,
+	};
+
+	if (ioctl(vm_fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
+		return errbuf_set(err, -errno, "KVM_SET_USER_MEMORY_REGION%s: %s",
+				  flags & KVM_MEM_LOG_DIRTY_PAGES ? " (dirty logging)" : "", strerror(errno));
+	return 0;
+}
+
 int kvmsys_create_vm(const struct kvm_sys *k, const struct gmem *mem, unsigned nr_vcpus, int *vm_fd,
 		     struct errbuf *err)
 {
-	struct kvm_userspace_memory_region region;
 	struct kvm_pit_config pit = { .flags = KVM_PIT_SPEAKER_DUMMY };
 	int fd;
 
@@ -119,14 +135,20 @@ int kvmsys_create_vm(const struct kvm_sys *k, const struct gmem *mem, unsigned n
 		return errbuf_set(err, -errno, "KVM_CREATE_IRQCHIP: %s", strerror(errno));
 	if (ioctl(fd, KVM_CREATE_PIT2, &pit) < 0)
 		return errbuf_set(err, -errno, "KVM_CREATE_PIT2: %s", strerror(errno));
-	region = (struct kvm_userspace_memory_region){
-		.slot = 0,
-		.guest_phys_addr = 0,
-		.memory_size = mem->size,
-		.userspace_addr = (uintptr_t)mem->hva,
-	};
-	if (ioctl(fd, KVM_SET_USER_MEMORY_REGION, &region) < 0)
-		return errbuf_set(err, -errno, "KVM_SET_USER_MEMORY_REGION: %s", strerror(errno));
+	return set_ram_slot(fd, mem, 0, err);
+}
+
+int kvmsys_dirty_log(int vm_fd, const struct gmem *mem, bool on, struct errbuf *err)
+{
+	return set_ram_slot(vm_fd, mem, on ? KVM_MEM_LOG_DIRTY_PAGES : 0, err);
+}
+
+int kvmsys_get_dirty_log(int vm_fd, uint64_t *bitmap, struct errbuf *err)
+{
+	struct kvm_dirty_log log = { .slot = 0, .dirty_bitmap = bitmap };
+
+	if (ioctl(vm_fd, KVM_GET_DIRTY_LOG, &log) < 0)
+		return errbuf_set(err, -errno, "KVM_GET_DIRTY_LOG: %s", strerror(errno));
 	return 0;
 }
 

@@ -32,6 +32,14 @@ void kvmsys_close(struct kvm_sys *k);
 int kvmsys_create_vm(const struct kvm_sys *k, const struct gmem *mem, unsigned nr_vcpus, int *vm_fd,
 		     struct errbuf *err);
 /* The MSRs KVM saves and restores (KVM_GET_MSR_INDEX_LIST), malloc'ed. 0 or -errno with a message. */
+/*
+ * Live migration: KVM's dirty-page log of guest RAM on or off (any time,
+ * also while the vCPUs run), and the pages written since the last call,
+ * one bit per 4 KiB page (the bitmap: mem->size / 4096 bits, in u64s).
+ * 0 or -errno with a message.
+ */
+int kvmsys_dirty_log(int vm_fd, const struct gmem *mem, bool on, struct errbuf *err);
+int kvmsys_get_dirty_log(int vm_fd, uint64_t *bitmap, struct errbuf *err);
 int kvmsys_msr_index_list(const struct kvm_sys *k, uint32_t **out, uint32_t *n, struct errbuf *err);
 /* The CPUID_ADD_* features this KVM offers (each by its capability). */
 unsigned kvmsys_cpuid_add(const struct kvm_sys *k);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "stats/stats.h"
+#include "vmm/migrate.h"
 #include "vmm/vmm.h"
 
 static const char main_usage[] =
@@ -28,11 +29,13 @@ static const char main_usage[] =
 	"  exporter     serve VMs' statistics to Prometheus over HTTP (perfvisor exporter --help)\n"
 	"  profile      show a profile of perfvisor run --profile (perfvisor profile --help)\n"
 	"  host         which kind of KVM host this is (perfvisor host --help)\n"
+	"  migrate      move a running VM to another perfvisor (perfvisor migrate --help)\n"
 	"  help         show this help\n";
 
 static int cmd_run(int argc, char **argv)
 {
 	struct vm_config cfg;
+	struct mig_incoming incoming = { .conn.fd = -1, .mem = { .fd = -1, .src_fd = -1 } };
 	struct errbuf err = { "" };
 	struct vm *vm;
 	sigset_t sigs;
@@ -62,13 +65,27 @@ static int cmd_run(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	/* A migration's destination: the machine, its memory and its state come first. */
+	if (cfg.incoming &&
+	    mig_incoming_receive(&cfg, cfg.incoming_max_cpus, cfg.incoming_max_mem, &incoming, &err)) {
+		fprintf(stderr, "perfvisor run: %s\n", err.msg);
+		mig_incoming_fini(&incoming);
+		return PV_EXIT_VMM_ERROR;
+	}
 	rc = vm_create(&vm, &cfg, &err);
+	/* The guest runs here only after the source's GO: until then the source may resume it. */
+	if (cfg.incoming && mig_incoming_ready(&incoming, rc, err.msg, &err) && !rc) {
+		vm_destroy(vm);
+		rc = -1;
+	}
 	if (rc) {
 		fprintf(stderr, "perfvisor run: %s\n", err.msg);
+		mig_incoming_fini(&incoming);
 		return PV_EXIT_VMM_ERROR;
 	}
 	rc = vm_run(vm, &err);
 	vm_destroy(vm);
+	mig_incoming_fini(&incoming);
 	if (rc != 0 || cfg.verbose)
 		fprintf(stderr, "perfvisor: %s (exit status %d)\n", err.msg, rc);
 	return rc;
@@ -196,6 +213,8 @@ int main(int argc, char **argv)
 		return cmd_exporter(argv + 1);
 	if (!strcmp(argv[1], "host"))
 		return cmd_host(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "migrate"))
+		return mig_cmd_migrate(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "profile"))
 		return prof_cmd_profile(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "snapshot"))

@@ -91,7 +91,11 @@ static const int main_calls[] = {
 	SCMP_SYS(io_uring_register), /* ... (liburing) */
 	SCMP_SYS(pwrite64),	     /* snapshot memory, without io_uring */
 	SCMP_SYS(getcwd),	     /* messages */
-	SCMP_SYS(sysinfo), /* glibc's qsort of a large array asks the RAM size: the profile at exit */
+	SCMP_SYS(sysinfo),    /* glibc's qsort of a large array asks the RAM size: the profile at exit */
+	SCMP_SYS(socket),     /* a migration's connection to its destination (docs/migration.md) */
+	SCMP_SYS(connect),    /* ... */
+	SCMP_SYS(setsockopt), /* ... TCP_NODELAY, buffer sizes */
+	SCMP_SYS(getsockopt), /* ... SO_ERROR of a non-blocking connect */
 };
 
 /* The virtio I/O thread: waits on the queues' eventfds, serves them, interrupts through an irqfd. */
@@ -131,13 +135,15 @@ static const unsigned long vcpu_ioctls[] = {
 };
 
 static const unsigned long main_ioctls[] = {
-	KVM_CHECK_EXTENSION,	/* snapshot: the XSAVE size */
-	KVM_GET_MSR_INDEX_LIST, /* snapshot: which MSRs to save */
-	KVM_GET_IRQCHIP,	/* snapshot */
-	KVM_GET_PIT2,		/* snapshot */
-	KVM_GET_CLOCK,		/* snapshot */
-	KVM_IRQ_LINE,		/* stdin input raises the UART's line */
-	KVM_IRQ_LINE_STATUS,	/* ... */
+	KVM_CHECK_EXTENSION,	    /* snapshot: the XSAVE size */
+	KVM_GET_MSR_INDEX_LIST,	    /* snapshot: which MSRs to save */
+	KVM_GET_IRQCHIP,	    /* snapshot */
+	KVM_GET_PIT2,		    /* snapshot */
+	KVM_GET_CLOCK,		    /* snapshot */
+	KVM_SET_USER_MEMORY_REGION, /* a migration: KVM's dirty log of guest RAM on and off */
+	KVM_GET_DIRTY_LOG,	    /* ... the pages written since the last round */
+	KVM_IRQ_LINE,		    /* stdin input raises the UART's line */
+	KVM_IRQ_LINE_STATUS,	    /* ... */
 };
 
 static const unsigned long io_ioctls[] = {

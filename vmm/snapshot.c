@@ -245,40 +245,79 @@ static int capture(const struct vm_snapshot_env *e, struct snap *s, struct save_
 	return 0;
 }
 
+/* A paused VM's state but its memory, captured: what a snapshot and a migration write. */
+struct capture {
+	struct save_ctx c;
+	struct snap *s;
+	struct kvm_irqchip chip[3];
+	struct kvm_pit_state2 pit;
+};
+
+static void capture_fini(struct capture *k, unsigned n)
+{
+	for (unsigned i = 0; k->c.vs && i < n; i++) {
+		free(k->c.vs[i].xsave);
+		free(k->c.vs[i].msrs);
+	}
+	free(k->c.vs);
+	free((void *)k->c.msr_index);
+	if (k->s)
+		snap_fini(k->s);
+	free(k->s);
+}
+
+/* Every vCPU saves its state on its thread, then the VM's; the VM is paused. Main thread. */
+static int capture_all(const struct vm_snapshot_env *e, struct capture *k, struct errbuf *err)
+{
+	unsigned n = e->machine.nr_vcpus;
+	int rc;
+
+	memset(k, 0, sizeof(*k));
+	k->c.parts = e->parts;
+	k->s = calloc(1, sizeof(*k->s));
+	k->c.vs = calloc(n, sizeof(*k->c.vs));
+	k->c.s = k->s;
+	if (!k->s || !k->c.vs || alloc_parts(e, k->s))
+		return errbuf_set(err, -ENOMEM, "out of memory");
+	rc = kvmsys_msr_index_list(e->kvm, (uint32_t **)&k->c.msr_index, &k->c.nr_msr_index, err);
+	if (rc)
+		return rc;
+	k->c.xsave_len = kvmsys_xsave_size(e->vm_fd);
+	vmctl_on_parked(e->ctl, save_vcpu, &k->c);
+	return capture(e, k->s, &k->c, k->chip, &k->pit, err);
+}
+
+int vm_snapshot_state(const struct vm_snapshot_env *e, void **state, size_t *len, struct errbuf *err)
+{
+	struct capture k;
+	int rc = capture_all(e, &k, err);
+
+	/* The stream checks each record of memory; the state file's memory checksum stays 0. */
+	if (!rc)
+		rc = snap_build(k.s, state, len, err);
+	capture_fini(&k, e->machine.nr_vcpus);
+	return rc;
+}
+
 static int write_snapshot(const struct vm_snapshot_env *e, const char *dir, struct vm_snapshot_result *res,
 			  struct errbuf *err)
 {
 	unsigned n = e->machine.nr_vcpus;
-	struct save_ctx c = { .parts = e->parts };
-	struct snap *s = calloc(1, sizeof(*s));
-	struct kvm_irqchip chip[3];
-	struct kvm_pit_state2 pit;
 	struct snapio_dir d = { .dfd = -1 };
+	struct capture k;
 	void *state = NULL;
 	size_t state_len = 0;
-	int rc;
+	int rc = capture_all(e, &k, err);
 
-	c.vs = calloc(n, sizeof(*c.vs));
-	c.s = s;
-	if (!s || !c.vs || alloc_parts(e, s)) {
-		rc = errbuf_set(err, -ENOMEM, "out of memory");
-		goto out;
-	}
-	rc = kvmsys_msr_index_list(e->kvm, (uint32_t **)&c.msr_index, &c.nr_msr_index, err);
-	if (rc)
-		goto out;
-	c.xsave_len = kvmsys_xsave_size(e->vm_fd);
-	vmctl_on_parked(e->ctl, save_vcpu, &c);
-	rc = capture(e, s, &c, chip, &pit, err);
 	if (!rc)
 		rc = snapio_begin(&d, dir, err);
 	if (!rc)
 		/* A memfd knows its holes; restored copy-on-write RAM: its file's holes, then what is resident. */
 		rc = snapio_write_memory(&d, e->mem->hva, e->mem->size,
 					 e->mem->fd >= 0 ? e->mem->fd : e->mem->src_fd, e->mem->fd < 0,
-					 &s->mem_checksum, err);
+					 &k.s->mem_checksum, err);
 	if (!rc)
-		rc = snap_build(s, &state, &state_len, err);
+		rc = snap_build(k.s, &state, &state_len, err);
 	if (!rc)
 		rc = snapio_finish(&d, state, state_len, err);
 	snapio_abort(&d);
@@ -288,18 +327,9 @@ static int write_snapshot(const struct vm_snapshot_env *e, const char *dir, stru
 	res->memory_bytes = e->mem->size;
 	if (e->verbose && !rc)
 		vm_log("snapshot %s: %u vCPUs, %u MSRs each (%u unreadable skipped), %zu bytes of state", dir,
-		       n, c.vs[0].nr_msrs, c.vs[0].msrs_skipped, state_len);
-out:
-	for (unsigned i = 0; c.vs && i < n; i++) {
-		free(c.vs[i].xsave);
-		free(c.vs[i].msrs);
-	}
-	free(c.vs);
-	free((void *)c.msr_index);
+		       n, k.c.vs[0].nr_msrs, k.c.vs[0].msrs_skipped, state_len);
 	free(state);
-	if (s)
-		snap_fini(s);
-	free(s);
+	capture_fini(&k, n);
 	return rc;
 }
 
@@ -351,12 +381,13 @@ static int restore_profile(const char *dir, const struct snap *s, struct vm_conf
 	return 0;
 }
 
+static int restore_machine(struct vm_restore *r, struct vm_config *cfg, struct errbuf *err);
+
 int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *err)
 {
 	char path[4200];
 	struct errbuf e;
 	struct snap *s = calloc(1, sizeof(*s));
-	const struct pmu_caps *caps;
 	struct stat st;
 	size_t len;
 	int rc, fd;
@@ -366,6 +397,20 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 	r->snap = s;
 	if (!s)
 		return errbuf_set(err, -ENOMEM, "out of memory");
+	if (cfg->incoming_vm) {
+		/* A migration: the state came over the stream, the memory is already in RAM. */
+		r->blob = cfg->incoming_vm->state;
+		len = cfg->incoming_vm->state_len;
+		cfg->incoming_vm->state = NULL;
+		rc = snap_parse(r->blob, len, vm_snap_schema(), s, &e);
+		if (!rc && s->mem_size != cfg->incoming_vm->mem.size)
+			rc = errbuf_set(&e, -EPROTO,
+					"its state says %" PRIu64 " MiB of RAM, %" PRIu64 " came",
+					s->mem_size >> 20, cfg->incoming_vm->mem.size >> 20);
+		if (rc)
+			return restore_fail(r->dir, err, rc, e.msg);
+		return restore_machine(r, cfg, err);
+	}
 	if (stat(r->dir, &st) < 0 || !S_ISDIR(st.st_mode))
 		return restore_fail(r->dir, err, -ENOENT, "not a directory");
 	snprintf(path, sizeof(path), "%s/%s", r->dir, SNAP_STATE_FILE);
@@ -388,6 +433,15 @@ int vm_restore_load(struct vm_restore *r, struct vm_config *cfg, struct errbuf *
 		return restore_fail(r->dir, err, -EINVAL, e.msg);
 	}
 	r->memfd = fd;
+	return restore_machine(r, cfg, err);
+}
+
+/* The machine the snapshot describes, into cfg. */
+static int restore_machine(struct vm_restore *r, struct vm_config *cfg, struct errbuf *err)
+{
+	const struct snap *s = r->snap;
+	const struct pmu_caps *caps;
+
 	cfg->nr_cpus = s->nr_vcpus;
 	cfg->mem_size = s->mem_size;
 	cfg->pmu = s->pmu;
@@ -434,6 +488,11 @@ int vm_restore_memory(struct vm_restore *r, const struct vm_config *cfg, struct 
 	uint64_t sum = 0;
 	int rc;
 
+	if (cfg->incoming_vm) {
+		*mem = cfg->incoming_vm->mem; /* RAM the stream filled: the VM's now */
+		cfg->incoming_vm->mem = (struct gmem){ .fd = -1, .src_fd = -1 };
+		return 0;
+	}
 	if (!cfg->restore_read) {
 		if (check && (rc = snapio_hash_file(r->memfd, s->mem_size, &sum)) < 0)
 			return restore_fail(r->dir, err, rc, "cannot read the memory file");

@@ -17,6 +17,7 @@
 
 #include "control.h"
 #include "kvm.h"
+#include "migrate.h"
 #include "parts.h"
 #include "snapfile/snapfile.h"
 #include "vcpu.h"
@@ -32,6 +33,7 @@ struct vm_machine {
 	uint32_t tsc_khz;
 	const char *kernel, *cmdline;
 	const char *profile, *profile_symbols; /* the --profile spec and --symbols file, "" for none */
+	unsigned nr_virtio;		       /* virtio devices (a migration does not carry them yet) */
 };
 
 /* What a snapshot needs of a running VM; filled once by the VM, stable while it runs. */
@@ -56,6 +58,12 @@ struct vm_snapshot_result {
 /* Pause, save everything into `dir` atomically, then resume (or stop the VM). Main thread. */
 int vm_snapshot(const struct vm_snapshot_env *e, const char *dir, bool stop_after,
 		struct vm_snapshot_result *res, struct errbuf *err);
+
+/*
+ * The paused VM's state file (everything but guest RAM; its memory
+ * checksum 0), malloc'ed: what a migration sends last. Main thread.
+ */
+int vm_snapshot_state(const struct vm_snapshot_env *e, void **state, size_t *len, struct errbuf *err);
 
 /* A snapshot being restored: read and checked by vm_restore_load, applied by the rest. */
 struct vm_restore {

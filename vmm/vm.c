@@ -152,7 +152,8 @@ static void fill_envs(struct vm *vm)
 			     .kernel = cfg->kernel,
 			     .cmdline = cfg->cmdline,
 			     .profile = cfg->prof.n ? cfg->prof.text : "",
-			     .profile_symbols = cfg->prof.n && cfg->symbols ? cfg->symbols : "" },
+			     .profile_symbols = cfg->prof.n && cfg->symbols ? cfg->symbols : "",
+			     .nr_virtio = (cfg->rng ? 1u : 0u) + cfg->nr_disks + cfg->nr_net },
 	};
 	vm->api_env = (struct api_env){ &vm->ctl, &vm->snap, NULL, NULL, cfg->name };
 }
@@ -354,9 +355,12 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	sfd = signalfd(-1, &sigs, SFD_CLOEXEC);
 	if (sfd < 0)
 		return errbuf_set(why, PV_EXIT_VMM_ERROR, "signalfd: %s", strerror(errno));
-	if (start(vm, why))
+	if (start(vm, why)) {
 		vmctl_request_stop(&vm->ctl, PV_EXIT_VMM_ERROR, "%s", why->msg);
-	else
+	} else {
+		/* A migration's destination: the guest runs here now; the source may exit. */
+		if (vm->cfg.incoming_vm)
+			mig_incoming_running(vm->cfg.incoming_vm);
 		vm_main_loop(&(struct main_loop_env){
 			.ctl = &vm->ctl,
 			.timeout_ms = vm->cfg.timeout_ms,
@@ -367,6 +371,7 @@ int vm_run(struct vm *vm, struct errbuf *why)
 			.prof = vm->prof,
 			.stats = vm->stats,
 		});
+	}
 	stop_vcpus(vm);
 	close(sfd);
 

@@ -20,6 +20,8 @@
 #include "pmu/pmu.h"
 #include "util/util.h"
 
+struct mig_incoming; /* migrate.h */
+
 /* ---- exit statuses of `perfvisor run` (docs/boot.md) ------------------- */
 #define PV_EXIT_USAGE 2		/* bad command line */
 #define PV_EXIT_GUEST_CRASH 123 /* triple fault, KVM internal error, unhandled exit */
@@ -75,13 +77,18 @@ struct vm_config {
 	unsigned cpuid_add;  /* CPUID_ADD_* bits: set by vm_create (the host's, or the snapshot's) */
 	enum loader_decompress kernel_decompress; /* --kernel-decompress (default auto) */
 	bool verbose;
-	const char *restore;	    /* --restore DIR: continue a snapshot instead of booting a kernel */
-	bool restore_read;	    /* --restore-memory read: read the memory file in (default: map it) */
-	bool restore_no_check;	    /* --no-memory-check: skip the memory file's checksum */
-	struct prof_spec prof;	    /* --profile (prof.n == 0: off; a restore takes the snapshot's) */
-	const char *profile_output; /* --profile-output DIR, NULL = perfvisor-profile.PID */
-	const char *symbols;	    /* --symbols FILE, NULL = the kernel's own symbol table */
-	bool rng;		    /* --rng: a virtio-rng device (a restore: the snapshot has one) */
+	const char *restore;	      /* --restore DIR: continue a snapshot instead of booting a kernel */
+	bool restore_read;	      /* --restore-memory read: read the memory file in (default: map it) */
+	bool restore_no_check;	      /* --no-memory-check: skip the memory file's checksum */
+	const char *incoming;	      /* --incoming ADDR: receive a migrating VM (docs/migration.md) */
+	uint64_t incoming_timeout_ms; /* --incoming-timeout: the longest wait for the source */
+	unsigned incoming_max_cpus;   /* --cpus with --incoming: the most offered (0: KVM's limit) */
+	uint64_t incoming_max_mem;    /* --memory with --incoming: the most offered (0: no limit) */
+	struct mig_incoming *incoming_vm;   /* what came (the restore takes its state and RAM) */
+	struct prof_spec prof;		    /* --profile (prof.n == 0: off; a restore takes the snapshot's) */
+	const char *profile_output;	    /* --profile-output DIR, NULL = perfvisor-profile.PID */
+	const char *symbols;		    /* --symbols FILE, NULL = the kernel's own symbol table */
+	bool rng;			    /* --rng: a virtio-rng device (a restore: the snapshot has one) */
 	struct vm_disk disks[VM_MAX_DISKS]; /* --disk, in command-line order (a restore: the snapshot's) */
 	unsigned nr_disks;
 	struct vm_net_cfg net[VIRTIO_NET_MAX]; /* --net, in order (a restore: the snapshot's) */
@@ -124,6 +131,7 @@ enum api_cmd {
 	API_RESUME,
 	API_SNAPSHOT,
 	API_PROFILE,
+	API_MIGRATE,
 };
 
 struct api_request {
@@ -131,6 +139,10 @@ struct api_request {
 	char dir[4096];	 /* API_SNAPSHOT: absolute */
 	bool stop_after; /* API_SNAPSHOT: "then":"stop" */
 	unsigned top;	 /* API_PROFILE: rows (default 10, 1-100) */
+	/* API_MIGRATE: where (a numeric tcp: or unix: address), the pause allowed, the time allowed */
+	char to[300];
+	uint64_t max_downtime_ns, timeout_ms;
+	bool stop_copy;
 };
 
 typedef struct json_t json_t;

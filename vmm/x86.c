@@ -111,7 +111,7 @@ int x86_setup_cpuid(const struct kvm_sys *kvm, const struct vm_pmu *pmu, unsigne
 	cpuid_add(c, add);
 	cpuid_hide(c, hide);
 	vm_pmu_cpuid(pmu, c);
-	if (ioctl(vcpu_fd, KVM_SET_CPUID2, c) < 0) {
+	if (vcpu_fd >= 0 && ioctl(vcpu_fd, KVM_SET_CPUID2, c) < 0) {
 		rc = errbuf_set(err, -errno, "vCPU %u: KVM_SET_CPUID2: %s", index, strerror(errno));
 		free(c);
 		return rc;

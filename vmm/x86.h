@@ -20,7 +20,8 @@ int x86_setup_bsp(int vcpu_fd, const struct boot_cpu *bc, struct errbuf *err);
  * Vcpu `index` of n's CPUID: KVM's supported list with perfvisor's topology,
  * the features of `add` (CPUID_ADD_*) set, those of `hide` (CPUID_HIDE_*)
  * cleared and the PV PMU's leaves added; set with KVM_SET_CPUID2 and returned in *out (malloc'ed: a
- * snapshot saves it, a restore compares it). 0 or -errno with a message.
+ * snapshot saves it, a restore compares it); with vcpu_fd -1 only computed (a migration's check).
+ * 0 or -errno with a message.
  */
 int x86_setup_cpuid(const struct kvm_sys *kvm, const struct vm_pmu *pmu, unsigned index, unsigned n,
 		    unsigned add, unsigned hide, int vcpu_fd, struct kvm_cpuid2 **out, struct errbuf *err);

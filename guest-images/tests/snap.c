@@ -11,6 +11,10 @@
  * (100), work_ms=M (150), where=ring3|ring0, aps=run|halt|late (run: every
  * CPU runs phases; halt: the APs wait in hlt until the end; late: the APs
  * are started only after the last phase, so they wait for SIPI meanwhile).
+ * dirty=MIB: the ring-3 work also writes a page of its own MIB of RAM
+ * every 64 steps (or dirty_rate=P pages per ms), each write a value
+ * that names the CPU, the page and how often it was written; at the end
+ * every page must hold its last value (a migration copied what changed).
  */
 #include "guest.h"
 
@@ -31,21 +35,57 @@ static struct cpu_state {
 	uint64_t x, steps;
 	uint32_t bad_io, bad_exits, bad_task, phases_done;
 	uint64_t io_total, last_task;
+	uint64_t dirty_written; /* dirty=: page writes so far; the next goes to page (this % dirty_pages) */
 } cpus[PV_MAX_CPUS];
+
+static uint32_t dirty_pages, dirty_rate; /* per CPU: its pages, and pages per ms (0: one per 64 steps) */
+static uintptr_t dirty_base;
 
 static volatile uint32_t halt_release;
 static bool halted_ap[PV_MAX_CPUS]; /* aps=halt: this AP only sleeps */
 
-/* Ring 3: step this CPU's LCG until the TSC passes the deadline. */
+/* What write number `gen` of page `page` of CPU `cpu` stores in the page's first word. */
+static uint64_t dirty_value(uint32_t cpu, uint64_t page, uint64_t gen)
+{
+	return (gen + 1) * LCG_A ^ ((uint64_t)cpu << 48 | page);
+}
+
+static uint64_t *dirty_page(uint32_t cpu, uint64_t page)
+{
+	return (uint64_t *)(dirty_base + ((uint64_t)cpu * dirty_pages + page) * 4096);
+}
+
+/* Ring 3: this CPU's next page write (its first and last word). */
+static void dirty_one(uint32_t cpu, struct cpu_state *c)
+{
+	uint64_t page = c->dirty_written % dirty_pages,
+		 v = dirty_value(cpu, page, c->dirty_written / dirty_pages);
+	uint64_t *p = dirty_page(cpu, page);
+
+	p[0] = v;
+	p[511] = ~v;
+	c->dirty_written++;
+}
+
+/* Ring 3: step this CPU's LCG until the TSC passes the deadline (and dirty its pages). */
 static long lcg_until(void *arg)
 {
-	struct cpu_state *c = &cpus[smp_cpu_id()];
-	uint64_t end = (uint64_t)(uintptr_t)arg, x = c->x, n = 0;
+	uint32_t cpu = smp_cpu_id();
+	struct cpu_state *c = &cpus[cpu];
+	uint64_t end = (uint64_t)(uintptr_t)arg, x = c->x, n = 0, t0 = rdtsc(), w0 = c->dirty_written;
+	uint64_t per_page = dirty_rate ? (tsc_khz() ? tsc_khz() : 2000000) / dirty_rate : 0;
 
 	while (rdtsc() < end) {
 		for (int i = 0; i < 64; i++)
 			x = x * LCG_A + LCG_C;
 		n += 64;
+		if (!dirty_pages)
+			continue;
+		if (!per_page)
+			dirty_one(cpu, c);
+		else
+			while (c->dirty_written - w0 < (rdtsc() - t0) / (per_page ? per_page : 1))
+				dirty_one(cpu, c);
 	}
 	c->x = x;
 	c->steps += n;
@@ -159,6 +199,20 @@ static void check(uint32_t cpu)
 	report(c->bad_exits == 0, "cpu %u: all exits counted exactly (%u bad phases)", cpu, c->bad_exits);
 	report(c->bad_task == 0, "cpu %u: task-clock grew every phase (%u bad phases), %lu us", cpu,
 	       c->bad_task, c->last_task / 1000);
+	if (dirty_pages) {
+		uint64_t bad = 0, full = c->dirty_written / dirty_pages,
+			 part = c->dirty_written % dirty_pages;
+
+		for (uint64_t pg = 0; pg < dirty_pages; pg++) {
+			uint64_t gens = full + (pg < part), *p = dirty_page(cpu, pg);
+			uint64_t want = gens ? dirty_value(cpu, pg, gens - 1) : 0;
+
+			bad += p[0] != want || p[511] != (gens ? ~want : 0);
+		}
+		report(bad == 0,
+		       "cpu %u: its %u dirtied pages hold their last writes (%lu writes, %lu pages wrong)",
+		       cpu, dirty_pages, c->dirty_written, bad);
+	}
 	if (!ring0_work)
 		report(c->x == lcg_jump(SEED, c->steps),
 		       "cpu %u: LCG state after %lu ring-3 steps matches the jump-ahead formula", cpu,
@@ -194,6 +248,20 @@ int main(const struct pv_bootinfo *bi)
 
 		rt_user_call(fill_ram, (void *)from);
 		printf("snap: filled %lu MiB of RAM\n", (rt_mem_size() - from) >> 20);
+	}
+	dirty_pages = (uint32_t)(cmdline_get_u64("dirty", 0) << 8); /* MiB: 256 pages each */
+	dirty_rate = (uint32_t)cmdline_get_u64("dirty_rate", 0);
+	if (dirty_pages) {
+		dirty_base = ((uintptr_t)_end + 4095) & ~(uintptr_t)4095;
+		if (dirty_base + (uint64_t)n * dirty_pages * 4096 > rt_mem_size()) {
+			report(false, "dirty=%u MiB for %u CPUs does not fit in RAM", dirty_pages >> 8, n);
+			return report_summary();
+		}
+		if (dirty_rate)
+			printf("snap: each CPU dirties %u MiB, %u pages per ms\n", dirty_pages >> 8,
+			       dirty_rate);
+		else
+			printf("snap: each CPU dirties %u MiB, a page per 64 steps\n", dirty_pages >> 8);
 	}
 	printf("snap: %u CPUs, %u phases of %u ms (%s) and %u port writes, APs: %s\n", n, phases, work_ms,
 	       ring0_work ? "ring 0" : "ring 3", k, aps);

@@ -16,7 +16,7 @@
 
 D=tests/integration
 # The sections, in the order a full run takes them; each is a directory of test files.
-SECTIONS="guests stop console api stats exporter cli boot linux asan pmu snapshot hostile profile seccomp"
+SECTIONS="guests stop console api stats exporter cli boot linux asan pmu snapshot migrate hostile profile seccomp"
 # The library's paths ($B, $PV from BUILD_DIR, its first argument) and its summary functions.
 PVT_LIB_ONLY=1
 . "$D/lib.sh"

@@ -53,6 +53,8 @@ for m in virt/lib/irqbypass.ko drivers/crypto/ccp/ccp.ko arch/x86/kvm/kvm.ko arc
 done
 # tun, for the virtio-net tests' taps (built in on some kernels: then there is no module).
 [ ! -f "$mods/drivers/net/tun.ko" ] || cp "$mods/drivers/net/tun.ko" "$r/mod/"
+# veth, for the migration tests' two network namespaces (likewise).
+[ ! -f "$mods/drivers/net/veth.ko" ] || cp "$mods/drivers/net/veth.ko" "$r/mod/"
 # Of the Debian kernel (tests/integration/debian-kernel.sh) only the bzImage goes in; a user's
 # root file system image (scripts/linux-rootfs.sh, make run-linux) stays out: no test boots it.
 (cd "$root" && tar cf - --exclude="${build#"$root"/}/testhost" --exclude='*.o' --exclude='*.d' --exclude='*.a' \
@@ -103,6 +105,7 @@ mkdir -p /dev/shm && mount -t tmpfs tmp /dev/shm; mount -t tmpfs tmp /tmp
 ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up
 for m in irqbypass ccp kvm kvm-amd; do insmod /mod/$m.ko 2>/dev/null; done
 [ ! -f /mod/tun.ko ] || insmod /mod/tun.ko 2>/dev/null
+[ ! -f /mod/veth.ko ] || insmod /mod/veth.ko 2>/dev/null
 if [ ! -c /dev/kvm ]; then
 	echo "testhost: kvm-amd did not load (does this QEMU emulate SVM?)"
 	dmesg | grep -i -E 'kvm|svm' | tail -5

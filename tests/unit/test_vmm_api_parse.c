@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +100,7 @@ Test(api_parse, bad_lines)
 	expect_error("{\"command\":\"query\"}", "a JSON object with a string \"cmd\"");
 	expect_error("{\"cmd\":\"query\",\"cmd\":\"pause\"}", "invalid JSON"); /* duplicate keys */
 	expect_error("{\"cmd\":\"reboot\"}",
-		     "unknown command 'reboot' (query, stats-fd, pause, resume, snapshot, profile)");
+		     "unknown command 'reboot' (query, stats-fd, pause, resume, snapshot, profile, migrate)");
 }
 
 Test(api_parse, profile_arguments)
@@ -115,6 +116,84 @@ Test(api_parse, profile_arguments)
 	expect_error("{\"cmd\":\"profile\",\"top\":101}", "\"top\" must be 1 to 100 (got 101)");
 	expect_error("{\"cmd\":\"profile\",\"top\":-5}", "must be 1 to 100");
 	expect_error("{\"cmd\":\"profile\",\"top\":\"3\"}", "profile takes \"top\" (a number)");
+}
+
+Test(api_parse, migrate_defaults)
+{
+	cr_assert_null(api_parse_request("{\"cmd\":\"migrate\",\"to\":\"tcp:192.0.2.7:4444\"}", &req));
+	cr_assert_eq(req.cmd, API_MIGRATE);
+	cr_assert_str_eq(req.to, "tcp:192.0.2.7:4444");
+	cr_assert_eq(req.max_downtime_ns, 20000000ULL, "20 ms by default");
+	cr_assert_eq(req.timeout_ms, 60000, "a minute by default");
+	cr_assert(!req.stop_copy, "giving up is the default");
+}
+
+Test(api_parse, migrate_arguments)
+{
+	char line[512];
+
+	cr_assert_null(
+		api_parse_request("{\"cmd\":\"migrate\",\"to\":\"unix:/run/pv.sock\",\"max_downtime_ms\":1,"
+				  "\"timeout_ms\":1000,\"stop_copy\":true}",
+				  &req));
+	cr_assert_eq(req.cmd, API_MIGRATE);
+	cr_assert_str_eq(req.to, "unix:/run/pv.sock");
+	cr_assert_eq(req.max_downtime_ns, 1000000ULL);
+	cr_assert_eq(req.timeout_ms, 1000);
+	cr_assert(req.stop_copy);
+	cr_assert_null(
+		api_parse_request("{\"cmd\":\"migrate\",\"to\":\"tcp:[::1]:9\",\"max_downtime_ms\":60000,"
+				  "\"timeout_ms\":3600000,\"stop_copy\":false}",
+				  &req));
+	cr_assert_str_eq(req.to, "tcp:[::1]:9");
+	cr_assert_eq(req.max_downtime_ns, 60000ULL * 1000000ULL);
+	cr_assert_eq(req.timeout_ms, 3600000);
+	cr_assert(!req.stop_copy);
+	/* "to" at its longest: 299 bytes. */
+	snprintf(line, sizeof(line), "{\"cmd\":\"migrate\",\"to\":\"unix:/%0293d\"}", 0);
+	cr_assert_null(api_parse_request(line, &req), "%s", line);
+	cr_assert_eq(strlen(req.to), sizeof(req.to) - 1);
+}
+
+Test(api_parse, migrate_refusals)
+{
+	char line[512];
+
+	/* "to": missing, not a string, not tcp: or unix:, too long. */
+	expect_error("{\"cmd\":\"migrate\"}", "migrate needs \"to\" (a string)");
+	expect_error("{\"cmd\":\"migrate\"}", "Object item not found: to");
+	expect_error("{\"cmd\":\"migrate\",\"to\":7}", "migrate needs \"to\" (a string)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":null}", "migrate needs \"to\" (a string)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"ftp:host:21\"}",
+		     "migrate: \"to\" is tcp:IP:PORT or unix:PATH (got 'ftp:host:21')");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"192.0.2.7:4444\"}", "\"to\" is tcp:IP:PORT or unix:PATH");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"\"}", "\"to\" is tcp:IP:PORT or unix:PATH (got '')");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"TCP:1.2.3.4:5\"}", "\"to\" is tcp:IP:PORT or unix:PATH");
+	snprintf(line, sizeof(line), "{\"cmd\":\"migrate\",\"to\":\"unix:/%0294d\"}", 0);
+	expect_error(line, "migrate: \"to\" is longer than 299 bytes");
+	/* max_downtime_ms: 1 to 60000. */
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_downtime_ms\":0}",
+		     "migrate: \"max_downtime_ms\" must be 1 to 60000 (got 0)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_downtime_ms\":60001}",
+		     "\"max_downtime_ms\" must be 1 to 60000 (got 60001)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_downtime_ms\":-20}",
+		     "\"max_downtime_ms\" must be 1 to 60000 (got -20)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_downtime_ms\":\"20\"}",
+		     "\"max_downtime_ms\", \"timeout_ms\" (numbers)");
+	/* timeout_ms: 1000 to 3600000. */
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":999}",
+		     "migrate: \"timeout_ms\" must be 1000 to 3600000 (got 999)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":3600001}",
+		     "\"timeout_ms\" must be 1000 to 3600000 (got 3600001)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":1.5e3}",
+		     "\"timeout_ms\" (numbers)");
+	/* stop_copy: true or false. */
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"stop_copy\":\"yes\"}",
+		     "\"stop_copy\" (true/false): Expected true or false, got string");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"stop_copy\":1}",
+		     "\"stop_copy\" (true/false)");
+	/* A refusal leaves nothing of the request behind. */
+	cr_assert_str_eq(req.to, "");
 }
 
 /* A command name whose two-byte character the 100-byte quote cuts: still a valid reply. */

@@ -5,13 +5,16 @@
  */
 #include "vmm/vmm.h"
 
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 
 #include "perfvisor/bootinfo.h"
 #include "perfvisor/stats_abi.h"
+#include "vmm/migrate.h"
 
 static struct vm_config cfg;
 static struct errbuf err;
@@ -565,4 +568,103 @@ Test(cli, net_bad)
 	expect_bad("two --net options have the same mac", "--kernel", "k", "--net",
 		   "tap=a,mac=52:54:00:00:00:01", "--net", "tap=b,mac=52:54:00:00:00:01");
 	expect_bad("--net cannot be combined with --restore", "--restore", "s", "--net", "tap=a");
+}
+
+/* ---- --incoming and migration addresses (docs/migration.md) --------------------- */
+
+Test(cli, mig_addr_tcp)
+{
+	struct mig_addr a;
+	const struct sockaddr_in *in4 = (const struct sockaddr_in *)&a.sa;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a.sa;
+	struct in6_addr lo6 = IN6ADDR_LOOPBACK_INIT;
+
+	cr_assert_eq(mig_addr_parse("tcp:192.0.2.7:4444", &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(in4->sin_family, AF_INET);
+	cr_assert_eq(ntohs(in4->sin_port), 4444);
+	cr_assert_eq(ntohl(in4->sin_addr.s_addr), 0xc0000207);
+	cr_assert_eq(a.len, sizeof(struct sockaddr_in));
+	cr_assert_str_eq(a.text, "tcp:192.0.2.7:4444");
+	cr_assert_eq(mig_addr_parse("tcp:0.0.0.0:0", &a, &err), 0,
+		     "port 0: any (the destination says which)");
+	cr_assert_eq(ntohs(in4->sin_port), 0);
+	cr_assert_eq(mig_addr_parse("tcp:127.0.0.1:65535", &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(ntohs(in4->sin_port), 65535);
+	cr_assert_eq(mig_addr_parse("tcp:[::1]:8000", &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(in6->sin6_family, AF_INET6);
+	cr_assert_eq(ntohs(in6->sin6_port), 8000);
+	cr_assert_eq(memcmp(&in6->sin6_addr, &lo6, sizeof(lo6)), 0);
+	cr_assert_eq(a.len, sizeof(struct sockaddr_in6));
+	cr_assert_eq(mig_addr_parse("tcp:[2001:db8::5]:1", &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(in6->sin6_family, AF_INET6);
+}
+
+Test(cli, mig_addr_unix)
+{
+	struct mig_addr a;
+	const struct sockaddr_un *un = (const struct sockaddr_un *)&a.sa;
+	char path[sizeof(un->sun_path) + 8];
+
+	cr_assert_eq(mig_addr_parse("unix:/run/pv/mig.sock", &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(un->sun_family, AF_UNIX);
+	cr_assert_str_eq(un->sun_path, "/run/pv/mig.sock");
+	cr_assert_eq(mig_addr_parse("unix:relative.sock", &a, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(un->sun_path, "relative.sock");
+	/* The longest path a sockaddr_un holds with its NUL: 107 bytes. */
+	snprintf(path, sizeof(path), "unix:/%0*d", (int)sizeof(un->sun_path) - 2, 0);
+	cr_assert_eq(mig_addr_parse(path, &a, &err), 0, "%s", err.msg);
+	cr_assert_eq(strlen(un->sun_path), sizeof(un->sun_path) - 1);
+	snprintf(path, sizeof(path), "unix:/%0*d", (int)sizeof(un->sun_path) - 1, 0);
+	cr_assert_eq(mig_addr_parse(path, &a, &err), -EINVAL);
+	assert_msg_has("a unix: address needs a path of 1 to 107 bytes");
+	cr_assert_eq(mig_addr_parse("unix:", &a, &err), -EINVAL);
+	assert_msg_has("'unix:': a unix: address needs a path of 1 to 107 bytes");
+}
+
+Test(cli, mig_addr_bad)
+{
+	static const struct {
+		const char *addr, *msg;
+	} bad[] = {
+		{ "192.0.2.7:4444", "'192.0.2.7:4444': an address is tcp:HOST:PORT or unix:PATH" },
+		{ "", "an address is tcp:HOST:PORT or unix:PATH" },
+		{ "udp:1.2.3.4:5", "an address is tcp:HOST:PORT or unix:PATH" },
+		{ "tcp:localhost:4444", "'tcp:localhost:4444': 'localhost' is not a numeric IP address" },
+		{ "tcp:1.2.3:4444", "'1.2.3' is not a numeric IP address" },
+		{ "tcp:1.2.3.4", "'tcp:1.2.3.4': a tcp: address is tcp:HOST:PORT" },
+		{ "tcp:", "a tcp: address is tcp:HOST:PORT" },
+		{ "tcp::4444", "'tcp::4444': no host" },
+		{ "tcp:[]:4444", "no host" },
+		{ "tcp:1.2.3.4:", "'tcp:1.2.3.4:': the port must be 0 to 65535" },
+		{ "tcp:1.2.3.4:65536", "the port must be 0 to 65535" },
+		{ "tcp:1.2.3.4:-1", "the port must be 0 to 65535" },
+		{ "tcp:1.2.3.4:http", "the port must be 0 to 65535" },
+		{ "tcp:1.2.3.4:80x", "the port must be 0 to 65535" },
+		{ "tcp:1.2.3.4: 80", "the port must be 0 to 65535" },
+		{ "tcp:[::1]", "'tcp:[::1]': write an IPv6 address as tcp:[ADDR]:PORT" },
+		{ "tcp:[::1:80", "write an IPv6 address as tcp:[ADDR]:PORT" },
+		{ "tcp:[::1]80", "write an IPv6 address as tcp:[ADDR]:PORT" },
+		{ "tcp:[fe80::1%eth0]:80", "'fe80::1%eth0' is not a numeric IP address" },
+		{ "tcp:[::1]:99999", "the port must be 0 to 65535" },
+	};
+	struct mig_addr a;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&err, 0, sizeof(err));
+		cr_assert_eq(mig_addr_parse(bad[i].addr, &a, &err), -EINVAL, "'%s' accepted", bad[i].addr);
+		cr_assert(strstr(err.msg, bad[i].msg), "'%s' gave '%s', which lacks '%s'", bad[i].addr,
+			  err.msg, bad[i].msg);
+	}
+	cr_assert_eq(mig_addr_parse("tcp:nohost", &a, NULL), -EINVAL, "no errbuf: still refused");
+}
+
+Test(cli, incoming)
+{
+	cr_assert_eq(PARSE("--incoming", "tcp:0.0.0.0:4444"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.incoming, "tcp:0.0.0.0:4444");
+	cr_assert_null(cfg.kernel, "the machine comes from the source");
+	cr_assert_eq(cfg.incoming_timeout_ms, 600000, "ten minutes by default");
+	expect_bad("'tcp:example.org:4444': 'example.org' is not a numeric IP address", "--incoming",
+		   "tcp:example.org:4444");
+	expect_bad("an address is tcp:HOST:PORT or unix:PATH", "--incoming", "4444");
 }
