@@ -90,6 +90,8 @@ struct sender {
 	struct mig_conn *c;
 	uint64_t npages;
 	uint64_t *bitmap;	 /* KVM's dirty log */
+	uint64_t *vmm;		 /* the pages the devices reached meanwhile (vm_virtio_track) */
+	bool released;		 /* the disks were handed over */
 	uint8_t *buf;		 /* a run's copy: the guest may write its pages meanwhile */
 	uint64_t run_gpa, run_n; /* the run being built */
 	bool run_zero;		 /* ... of zero pages */
@@ -300,9 +302,23 @@ static int final_round(struct sender *s, struct mig_result *res)
 		rc = vm_snapshot_state(e, &state, &len, s->err);
 	if (!rc)
 		rc = kvmsys_get_dirty_log(e->vm_fd, s->bitmap, s->err);
-	/* then what was written since. */
+	/*
+	 * then what was written since, and every page a device reached during the
+	 * migration (its writes, an io_uring read's too, bypass KVM's log; the VM is
+	 * paused and its disks drained, so the devices write no more).
+	 */
+	if (s->vmm) {
+		e->track_writes(e->virtio, NULL);
+		for (uint64_t w = 0; w < (s->npages + 63) / 64; w++)
+			s->bitmap[w] |= __atomic_load_n(&s->vmm[w], __ATOMIC_RELAXED);
+	}
 	if (!rc)
 		rc = send_dirty(s);
+	/* The disks' images go to the destination: synced and unlocked before it opens them. */
+	if (!rc && e->disks_handover) {
+		rc = e->disks_handover(e->virtio, true, s->err);
+		s->released = !rc;
+	}
 	if (!rc && len > SNAP_MAX_STATE_SIZE)
 		rc = errbuf_set(s->err, -EFBIG, "the state is %zu bytes, more than a migration carries", len);
 	if (!rc)
@@ -329,11 +345,11 @@ int vm_migrate(const struct vm_snapshot_env *e, const struct mig_request *rq, st
 
 	memset(res, 0, sizeof(*res));
 	res->mem_bytes = e->mem->size;
-	if (e->machine.nr_virtio)
+	if (e->machine.nr_net)
 		return errbuf_set(
 			err, -EOPNOTSUPP,
-			"this VM has virtio devices (--disk, --net, --rng), which a migration does not "
-			"carry yet (docs/migration.md); snapshot and restore it instead");
+			"this VM has virtio-net devices (--net), which a migration does not carry yet "
+			"(docs/migration.md); snapshot and restore it instead");
 	if (was_paused)
 		return errbuf_set(err, -EBUSY,
 				  "the VM is paused: resume it first (a migration copies a running VM)");
@@ -359,6 +375,14 @@ int vm_migrate(const struct vm_snapshot_env *e, const struct mig_request *rq, st
 	if (rc)
 		goto out;
 	logging = true;
+	if (e->virtio && e->track_writes) {
+		s.vmm = calloc((s.npages + 63) / 64, 8);
+		if (!s.vmm) {
+			rc = errbuf_set(err, -ENOMEM, "out of memory");
+			goto out;
+		}
+		e->track_writes(e->virtio, s.vmm);
+	}
 	vm_log("migrating to %s: %" PRIu64 " MiB, %u vCPUs", addr.text, e->mem->size >> 20,
 	       e->machine.nr_vcpus);
 	rc = precopy(&s, rq, res);
@@ -388,8 +412,13 @@ out:
 	if (rc && c.fd >= 0 && !res->committed)
 		mig_send_json(&c, MIG_ABORT, json_pack("{s:s}", "error", err->msg), &ignore);
 	mig_close(&c);
+	if (s.vmm)
+		e->track_writes(e->virtio, NULL);
 	if (logging)
 		kvmsys_dirty_log(e->vm_fd, e->mem, false, &ignore);
+	/* Not GO: the disks are this VM's again (a destination that took a lock has exited or will). */
+	if (rc && !res->committed && s.released && e->disks_handover(e->virtio, false, &ignore))
+		vm_log("migration to %s: %s; the VM runs on without it", rq->to, ignore.msg);
 	if (rc && res->committed) {
 		vm_log("migration to %s: %s; GO was sent, so the guest may run there: this VM stays paused "
 		       "(resume it only if the destination never ran it)",
@@ -402,6 +431,7 @@ out:
 		errbuf_append(err, "; the VM runs on here");
 	}
 	free(s.bitmap);
+	free(s.vmm);
 	free(s.buf);
 	return rc;
 }

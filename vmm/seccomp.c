@@ -96,6 +96,7 @@ static const int main_calls[] = {
 	SCMP_SYS(connect),    /* ... */
 	SCMP_SYS(setsockopt), /* ... TCP_NODELAY, buffer sizes */
 	SCMP_SYS(getsockopt), /* ... SO_ERROR of a non-blocking connect */
+	SCMP_SYS(flock),      /* ... the disks' image locks handed over, or taken back */
 };
 
 /* The virtio I/O thread: waits on the queues' eventfds, serves them, interrupts through an irqfd. */

@@ -21,6 +21,8 @@
 #include "parts.h"
 #include "snapfile/snapfile.h"
 #include "vcpu.h"
+
+struct vm_virtio;
 #include "vmm.h"
 
 /* The machine as a snapshot describes it (the state file's machine node). */
@@ -33,7 +35,7 @@ struct vm_machine {
 	uint32_t tsc_khz;
 	const char *kernel, *cmdline;
 	const char *profile, *profile_symbols; /* the --profile spec and --symbols file, "" for none */
-	unsigned nr_virtio;		       /* virtio devices (a migration does not carry them yet) */
+	unsigned nr_net;		       /* virtio-net devices (a migration does not carry them yet) */
 };
 
 /* What a snapshot needs of a running VM; filled once by the VM, stable while it runs. */
@@ -46,6 +48,10 @@ struct vm_snapshot_env {
 	const struct vm_parts *parts;
 	struct vm_machine machine;
 	bool verbose;
+	/* a live migration: the devices' own writes to guest RAM, the disks' images (vm_virtio.h) */
+	struct vm_virtio *virtio;
+	void (*track_writes)(struct vm_virtio *vv, uint64_t *bitmap);
+	int (*disks_handover)(struct vm_virtio *vv, bool release, struct errbuf *err);
 };
 
 struct vm_snapshot_result {

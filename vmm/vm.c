@@ -153,7 +153,10 @@ static void fill_envs(struct vm *vm)
 			     .cmdline = cfg->cmdline,
 			     .profile = cfg->prof.n ? cfg->prof.text : "",
 			     .profile_symbols = cfg->prof.n && cfg->symbols ? cfg->symbols : "",
-			     .nr_virtio = (cfg->rng ? 1u : 0u) + cfg->nr_disks + cfg->nr_net },
+			     .nr_net = cfg->nr_net },
+		.virtio = vm->virtio,
+		.track_writes = vm_virtio_track,
+		.disks_handover = vm_virtio_disks_handover,
 	};
 	vm->api_env = (struct api_env){ &vm->ctl, &vm->snap, NULL, NULL, cfg->name };
 }

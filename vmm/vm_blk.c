@@ -162,6 +162,21 @@ static int make_ring(struct vm_blk *b)
 	return rc < 0 ? rc : 0;
 }
 
+int vm_blk_handover(struct vm_blk *b, bool release, struct errbuf *err)
+{
+	if (release) {
+		/* What the guest wrote is on the image before another perfvisor opens it. */
+		if (!b->readonly && fdatasync(b->fd) < 0)
+			return errbuf_set(err, -errno, "disk %s: fdatasync: %s", b->path, strerror(errno));
+		flock(b->fd, LOCK_UN);
+		return 0;
+	}
+	if (flock(b->fd, (b->readonly ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0)
+		return errbuf_set(err, -errno, "disk %s: cannot take its lock back: %s", b->path,
+				  errno == EWOULDBLOCK ? "another VM holds it" : strerror(errno));
+	return 0;
+}
+
 int vm_blk_open(struct vm_blk **out, const char *path, bool readonly, bool verbose, struct errbuf *err)
 {
 	struct vm_blk *b = calloc(1, sizeof(*b));

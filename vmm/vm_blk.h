@@ -39,6 +39,13 @@ void vm_blk_kick(struct vm_blk *b);
  */
 unsigned vm_blk_reap(struct vm_blk *b, uint64_t *tags, int64_t *res, unsigned max, int wait_ms,
 		     unsigned *left);
+/*
+ * A live migration hands the image to another perfvisor: release (nothing
+ * at the kernel: the VM is paused and drained) syncs the image's data and
+ * drops the lock; !release takes it again (the migration failed). 0 or
+ * -errno with one line.
+ */
+int vm_blk_handover(struct vm_blk *b, bool release, struct errbuf *err);
 /* Wait for every operation at the kernel (they may still write guest RAM), then close. NULL is a no-op. */
 void vm_blk_destroy(struct vm_blk *b);
 

@@ -69,6 +69,7 @@ struct vm_virtio {
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t io_lock; /* the I/O thread serves under it; a snapshot saves under it */
+	uint64_t *track;	 /* a migration: every page the devices reach is set here (atomic) */
 	/* the start hand-over: the thread's seccomp result */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -159,8 +160,14 @@ unsigned vm_virtio_acpi_devs(const struct vm_virtio_plan_in *in, struct acpi_mmi
 static void *host_gpa_to_hva(void *opaque, uint64_t gpa, uint64_t len)
 {
 	struct vv_dev *d = opaque;
+	void *hva = gmem_hva(d->owner->cfg.mem, gpa, len);
+	uint64_t *track = __atomic_load_n(&d->owner->track, __ATOMIC_ACQUIRE);
 
-	return gmem_hva(d->owner->cfg.mem, gpa, len);
+	/* A migration: the device may write any page it reaches, behind KVM's dirty log. */
+	if (hva && track && len)
+		for (uint64_t pfn = gpa >> 12; pfn <= (gpa + len - 1) >> 12; pfn++)
+			__atomic_fetch_or(&track[pfn / 64], 1ULL << (pfn % 64), __ATOMIC_RELAXED);
+	return hva;
 }
 
 static void host_log(void *opaque, const char *msg)
@@ -693,4 +700,23 @@ void vm_virtio_destroy(struct vm_virtio *vv)
 	pthread_mutex_destroy(&vv->lock);
 	pthread_cond_destroy(&vv->cond);
 	free(vv);
+}
+
+void vm_virtio_track(struct vm_virtio *vv, uint64_t *bitmap)
+{
+	if (vv)
+		__atomic_store_n(&vv->track, bitmap, __ATOMIC_RELEASE);
+}
+
+int vm_virtio_disks_handover(struct vm_virtio *vv, bool release, struct errbuf *err)
+{
+	int rc = 0;
+
+	for (unsigned i = 0; vv && i < vv->n; i++)
+		if (vv->dev[i].blk) {
+			int r = vm_blk_handover(vv->dev[i].blk, release, err);
+
+			rc = rc ? rc : r;
+		}
+	return rc;
 }

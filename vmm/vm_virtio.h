@@ -107,4 +107,13 @@ void vm_virtio_log(const struct vm_virtio *vv);
 /* Stop the thread, free everything. NULL is a no-op. After every vCPU thread ended. */
 void vm_virtio_destroy(struct vm_virtio *vv);
 
+/*
+ * A live migration (docs/migration.md): the devices' threads write guest
+ * RAM behind KVM's dirty log, so while bitmap is set (one bit per 4 KiB
+ * page; NULL: off) every page a device reaches is marked in it. Any thread.
+ */
+void vm_virtio_track(struct vm_virtio *vv, uint64_t *bitmap);
+/* Every disk's image handed over (release) or taken back (vm_blk_handover). Main thread, VM paused. */
+int vm_virtio_disks_handover(struct vm_virtio *vv, bool release, struct errbuf *err);
+
 #endif

@@ -4,11 +4,11 @@
 # PERFVISOR_MIGRATE_FAULT hook) after HELLO, in the memory, with all of the state, and after GO; the
 # source is killed in the middle; the destination offers fewer vCPUs or less memory; a stream
 # that is not perfvisor's; a guest that dirties memory faster than the rounds converge, given up
-# and then forced with --stop-copy; a VM with a virtio device or paused; and usage errors. Each time
+# and then forced with --stop-copy; a paused VM; and usage errors. Each time
 # the side that keeps the guest runs it to its end with every count exact.
 # cases: migrate-fault-hello migrate-fault-memory migrate-fault-state migrate-fault-go
 # cases: migrate-source-killed migrate-fewer-cpus migrate-less-memory migrate-not-a-stream
-# cases: migrate-no-converge migrate-stop-copy migrate-virtio migrate-paused
+# cases: migrate-no-converge migrate-stop-copy migrate-paused
 # cases: migrate-usage migrate-bad-to migrate-bad-downtime incoming-bad-addr incoming-and-kernel
 # cases: incoming-timeout-alone incoming-timeout
 . "$(dirname "$0")/../lib.sh"
@@ -139,14 +139,6 @@ end_dst; [ "$dst_st" -eq 0 ] || bad "the destination exited $dst_st"
 grep -q 'cpu 1: its 2048 dirtied pages hold their last writes' "$T/d-s.out" || bad "dirtied pages came wrong: $(grep -m1 dirtied "$T/d-s.out")"
 grep -q '^FAIL' "$T/d-s.out" && bad "the guest failed a check: $(grep -m1 '^FAIL' "$T/d-s.out")"
 grep -q 'snap: done' "$T/d-s.out" || bad "the guest did not finish at the destination"
-done_test
-
-cur=migrate-virtio; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-src s-v "phases=6" --rng
-migrate "$T/s-v.sock" "unix:$T/m-v"
-[ "$mst" -eq 1 ] || bad "perfvisor migrate exited $mst, not 1"
-expect_err 'virtio devices'
-src_finishes s-v
 done_test
 
 cur=migrate-paused; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
