@@ -86,10 +86,10 @@ int mig_cmd_migrate(int argc, char **argv)
 	const char *sock = NULL, *to = NULL;
 	uint64_t downtime_ms = 20, timeout_ms = 60000;
 	bool stop_copy = false, as_json = false;
-	char addr[300], reply[65536], *line;
+	char addr[300], reply[65536];
 	struct errbuf err;
-	json_t *req, *rep;
-	int fd, rc;
+	json_t *rep;
+	int rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -135,39 +135,20 @@ int mig_cmd_migrate(int argc, char **argv)
 		fprintf(stderr, "perfvisor migrate: --to %s\n", err.msg);
 		return PV_EXIT_USAGE;
 	}
-	req = json_pack("{s:s, s:s, s:I, s:I, s:b}", "cmd", "migrate", "to", addr, "max_downtime_ms",
-			(json_int_t)downtime_ms, "timeout_ms", (json_int_t)timeout_ms, "stop_copy",
-			stop_copy);
-	line = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!line) {
-		fprintf(stderr, "perfvisor migrate: %s is not an address this tool can send (not UTF-8?)\n",
-			addr);
-		return PV_EXIT_USAGE;
-	}
-	fd = util_api_connect(sock, &err);
-	if (fd < 0) {
-		fprintf(stderr, "perfvisor migrate: %s\n", err.msg);
-		free(line);
-		return PV_EXIT_USAGE;
-	}
 	/* The VM's own bound is --timeout; its reply comes a little after. */
-	rc = util_api_request(fd, line, reply, sizeof(reply), NULL, (int)timeout_ms + 30000, &err);
-	free(line);
-	close(fd);
-	if (rc) {
-		fprintf(stderr, "perfvisor migrate: %s\n", err.msg);
-		return PV_EXIT_USAGE;
-	}
-	rep = json_loads(reply, 0, NULL);
+	rc = cmd_api_call("migrate", sock,
+			  json_pack("{s:s, s:s, s:I, s:I, s:b}", "cmd", "migrate", "to", addr,
+				    "max_downtime_ms", (json_int_t)downtime_ms, "timeout_ms",
+				    (json_int_t)timeout_ms, "stop_copy", stop_copy),
+			  (int)timeout_ms + 30000, reply, sizeof(reply), &rep);
+	if (rc == PV_EXIT_USAGE)
+		return rc;
 	if (as_json)
 		printf("%s\n", reply);
 	else if (rep)
 		print_rounds(json_object_get(rep, "rounds"));
-	if (!rep || !json_is_true(json_object_get(rep, "ok"))) {
-		json_t *e = rep ? json_object_get(rep, "error") : NULL;
-
-		fprintf(stderr, "perfvisor migrate: %s\n", json_is_string(e) ? json_string_value(e) : reply);
+	if (rc) {
+		cmd_api_error("migrate", rep, reply);
 		json_decref(rep);
 		return 1;
 	}

@@ -29,14 +29,46 @@ static const char snapshot_usage[] =
 	"the VM could not save it (the reason is printed; the VM carries on), 2 on usage or\n"
 	"connection errors.\n";
 
+int cmd_api_call(const char *tool, const char *sock, json_t *req, int timeout_ms, char *reply, size_t len,
+		 json_t **rep)
+{
+	char *line = req ? json_dumps(req, JSON_COMPACT) : NULL;
+	struct errbuf err;
+	int fd, rc;
+
+	*rep = NULL;
+	json_decref(req);
+	if (!line) {
+		fprintf(stderr, "perfvisor %s: the request cannot be sent (a name that is not UTF-8?)\n",
+			tool);
+		return PV_EXIT_USAGE;
+	}
+	fd = util_api_connect(sock, &err);
+	rc = fd < 0 ? fd : util_api_request(fd, line, reply, len, NULL, timeout_ms, &err);
+	free(line);
+	if (fd >= 0)
+		close(fd);
+	if (rc) {
+		fprintf(stderr, "perfvisor %s: %s\n", tool, err.msg);
+		return PV_EXIT_USAGE;
+	}
+	*rep = json_loads(reply, 0, NULL);
+	return *rep && json_is_true(json_object_get(*rep, "ok")) ? 0 : 1;
+}
+
+void cmd_api_error(const char *tool, const json_t *rep, const char *reply)
+{
+	const json_t *e = rep ? json_object_get(rep, "error") : NULL;
+
+	fprintf(stderr, "perfvisor %s: %s\n", tool, json_is_string(e) ? json_string_value(e) : reply);
+}
+
 int snap_cmd_snapshot(int argc, char **argv)
 {
 	const char *sock = NULL, *out = NULL, *then = "resume";
 	char dir[4096], reply[8192];
-	struct errbuf err;
-	json_t *req, *rep;
-	char *line;
-	int fd, rc;
+	json_t *rep;
+	int rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -72,35 +104,15 @@ int snap_cmd_snapshot(int argc, char **argv)
 	} else {
 		snprintf(dir, sizeof(dir), "%s", out);
 	}
-	req = json_pack("{s:s, s:s, s:s}", "cmd", "snapshot", "dir", dir, "then", then);
-	line = req ? json_dumps(req, JSON_COMPACT) : NULL;
-	json_decref(req);
-	if (!line) {
-		fprintf(stderr, "perfvisor snapshot: %s is not a name this tool can send (not UTF-8?)\n",
-			dir);
-		return PV_EXIT_USAGE;
-	}
-	fd = util_api_connect(sock, &err);
-	if (fd < 0) {
-		fprintf(stderr, "perfvisor snapshot: %s\n", err.msg);
-		free(line);
-		return PV_EXIT_USAGE;
-	}
 	/* Writing gigabytes takes a while: wait up to 10 minutes for the reply. */
-	rc = util_api_request(fd, line, reply, sizeof(reply), NULL, 600000, &err);
-	free(line);
-	close(fd);
+	rc = cmd_api_call("snapshot", sock,
+			  json_pack("{s:s, s:s, s:s}", "cmd", "snapshot", "dir", dir, "then", then), 600000,
+			  reply, sizeof(reply), &rep);
+	if (rc == 1)
+		cmd_api_error("snapshot", rep, reply);
 	if (rc) {
-		fprintf(stderr, "perfvisor snapshot: %s\n", err.msg);
-		return PV_EXIT_USAGE;
-	}
-	rep = json_loads(reply, 0, NULL);
-	if (!rep || !json_is_true(json_object_get(rep, "ok"))) {
-		json_t *e = rep ? json_object_get(rep, "error") : NULL;
-
-		fprintf(stderr, "perfvisor snapshot: %s\n", json_is_string(e) ? json_string_value(e) : reply);
 		json_decref(rep);
-		return 1;
+		return rc;
 	}
 	printf("perfvisor snapshot: %s: %" JSON_INTEGER_FORMAT " MiB of memory (%s) and %" JSON_INTEGER_FORMAT
 	       " bytes of state; the guest was paused %.1f ms (memory %.1f ms), then %s\n",

@@ -120,6 +120,16 @@ const struct snap_schema *vm_snap_schema(void);
 
 /* `perfvisor snapshot ...` and `perfvisor snapshot-info ...` (snapcmd.c): argv[0] is the command. */
 int snap_cmd_snapshot(int argc, char **argv);
+/*
+ * The commands' side of the control socket (snapcmd.c): send req (taken
+ * over) to the VM at sock and wait up to timeout_ms for the reply line
+ * (into reply, and parsed into *rep). 0: {"ok":true}; 1: the VM said no
+ * (cmd_api_error prints why); PV_EXIT_USAGE: not sent or no reply (printed
+ * as "perfvisor TOOL: ..."). *rep is the caller's to free.
+ */
+int cmd_api_call(const char *tool, const char *sock, json_t *req, int timeout_ms, char *reply, size_t len,
+		 json_t **rep);
+void cmd_api_error(const char *tool, const json_t *rep, const char *reply);
 int snap_cmd_info(int argc, char **argv);
 
 /* ---- control socket requests (api_parse.c, docs/api.md) -------------------- */

@@ -19,15 +19,21 @@ dst() {
 	wait_for "$T/$1.err" 'waiting for a migration on' || bad "$1: the destination never listened"
 }
 
+# moved NAME SOCK PATTERN DST ADDR: the source (just started: $vmpid) at SOCK, once its output
+# NAME.out shows PATTERN, moved to a new destination DST waiting at ADDR ($spid, $swd: the source).
+moved() {
+	spid=$vmpid; swd=$wdpid
+	wait_sock "$2" 20 || bad "no control socket"
+	wait_for "$T/$1.out" "$3" || bad "the guest never printed '$3'"
+	dst "$4" "$5"
+	"$PV" migrate "$2" --to "$5" --timeout 120s >>"$T/$cur.out" 2>>"$T/$cur.err" ||
+		bad "perfvisor migrate failed: $(tail -n 1 "$T/$cur.err")"
+}
+
 cur=migrate-blk; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm blk-a 300 run --kernel "$G/virtio-blk.elf" --disk path="$T/m.img" --cmdline "loop=3000" \
 	--api-socket "$T/b.sock" --timeout 280
-spid=$vmpid; swd=$wdpid
-wait_sock "$T/b.sock" 20 || bad "no control socket"
-wait_for "$T/blk-a.out" 'virtio-blk: looping' || bad "the guest never started its rounds"
-dst blk-b "unix:$T/mb"
-"$PV" migrate "$T/b.sock" --to "unix:$T/mb" --timeout 120s >>"$T/$cur.out" 2>>"$T/$cur.err" ||
-	bad "perfvisor migrate failed: $(tail -n 1 "$T/$cur.err")"
+moved blk-a "$T/b.sock" 'virtio-blk: looping' blk-b "unix:$T/mb"
 echo "  (migrate-blk: $(grep -c '^round' "$T/$cur.out") rounds; $(tail -n 1 "$T/$cur.out" | sed 's/^perfvisor migrate: //'))"
 vmpid=$spid; wdpid=$swd; stop_vm
 [ "$st" -eq 0 ] || bad "the source exited $st"
@@ -67,12 +73,7 @@ done_test
 
 cur=migrate-rng; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm rng-a 300 run --kernel "$G/virtio-rng.elf" --rng --cmdline "pause_ms=8000" --api-socket "$T/r.sock" --timeout 280
-spid=$vmpid; swd=$wdpid
-wait_sock "$T/r.sock" 20 || bad "no control socket"
-wait_for "$T/rng-a.out" 'virtio-rng: waiting' || bad "the guest never waited"
-dst rng-b "unix:$T/mr"
-"$PV" migrate "$T/r.sock" --to "unix:$T/mr" --timeout 60s >>"$T/$cur.out" 2>>"$T/$cur.err" ||
-	bad "perfvisor migrate failed: $(tail -n 1 "$T/$cur.err")"
+moved rng-a "$T/r.sock" 'virtio-rng: waiting' rng-b "unix:$T/mr"
 vmpid=$spid; wdpid=$swd; stop_vm; [ "$st" -eq 0 ] || bad "the source exited $st"
 vmpid=$dpid; wdpid=$dwd; stop_vm; [ "$st" -eq 0 ] || bad "the destination exited $st"
 grep -q 'virtio-rng: done' "$T/rng-b.out" || bad "the guest did not finish at the destination"
