@@ -298,8 +298,11 @@ static int final_round(struct sender *s, struct mig_result *res)
 	/* The pages the guest wrote in the last running round (the bitmap holds them), */
 	rc = send_dirty(s);
 	/* then the state: a vCPU saving its parts may still write guest memory (the PMU's page), */
+	uint64_t t_state = util_now_ns();
+
 	if (!rc)
 		rc = vm_snapshot_state(e, &state, &len, s->err);
+	t_state = util_now_ns() - t_state;
 	if (!rc)
 		rc = kvmsys_get_dirty_log(e->vm_fd, s->bitmap, s->err);
 	/*
@@ -329,6 +332,9 @@ static int final_round(struct sender *s, struct mig_result *res)
 	res->state_bytes = len;
 	res->nr_rounds++;
 	log_round(e, res->nr_rounds - 1, r, true);
+	if (e->verbose)
+		vm_log("migration: the paused round saved the state in %.1f ms (%zu bytes)",
+		       (double)t_state / 1e6, len);
 	return rc;
 }
 

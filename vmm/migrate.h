@@ -109,7 +109,8 @@ struct mig_incoming {
 	struct gmem mem; /* the RAM that came (the restore takes it) */
 	void *state;	 /* the state file that came, malloc'ed (the restore takes it) */
 	uint32_t state_len;
-	uint64_t pages, zero_pages, records, t_state_ns;
+	uint64_t pages, zero_pages, records;
+	uint64_t t_state_ns, t_ready_ns, t_go_ns; /* the state came, the VM was built, GO came */
 };
 /*
  * `perfvisor run --incoming ADDR`: wait for one source, check the machine
@@ -122,8 +123,8 @@ int mig_incoming_receive(struct vm_config *cfg, unsigned limit_cpus, uint64_t li
 			 struct mig_incoming *in, struct errbuf *err);
 /* The VM is built (rc 0) or not (why): tell the source, and wait for its GO. 0: run the guest. */
 int mig_incoming_ready(struct mig_incoming *in, int rc, const char *why, struct errbuf *err);
-/* The guest runs: tell the source, and close. */
-void mig_incoming_running(struct mig_incoming *in);
+/* The guest runs: tell the source, and close; verbose: where the pause went, here. */
+void mig_incoming_running(struct mig_incoming *in, bool verbose);
 void mig_incoming_fini(struct mig_incoming *in);
 
 #endif

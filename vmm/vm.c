@@ -363,7 +363,7 @@ int vm_run(struct vm *vm, struct errbuf *why)
 	} else {
 		/* A migration's destination: the guest runs here now; the source may exit. */
 		if (vm->cfg.incoming_vm)
-			mig_incoming_running(vm->cfg.incoming_vm);
+			mig_incoming_running(vm->cfg.incoming_vm, vm->cfg.verbose);
 		vm_main_loop(&(struct main_loop_env){
 			.ctl = &vm->ctl,
 			.timeout_ms = vm->cfg.timeout_ms,

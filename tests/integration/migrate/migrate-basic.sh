@@ -26,6 +26,7 @@ grep -q '(paused)' "$T/$cur.out" || bad "migrate printed no paused round"
 grep -q 'the guest was paused [0-9.]* ms' "$T/$cur.out" || bad "migrate printed no downtime"
 [ ! -e "$T/mig.sock" ] || bad "the destination's listening socket is still there after the migration"
 e_dst=$(vmfield $dpid exits_total)
+sed 's/^/  | /' "$T/$cur.out"
 echo "  (migrate-unix: $(grep -c '^round' "$T/$cur.out") rounds; $(tail -n 1 "$T/$cur.out" | sed 's/^perfvisor migrate: //'); exits_total $e_src before, $e_dst after)"
 [ -n "$e_src" ] && [ "${e_dst:-0}" -ge "$e_src" ] 2>/dev/null || bad "exits_total restarted: $e_src at the source, $e_dst at the destination"
 done_test

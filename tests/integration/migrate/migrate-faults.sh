@@ -37,6 +37,8 @@ migrate() {
 	"$PV" migrate "$s" --to "$a" --timeout 60s "$@" >>"$T/$cur.out" 2>>"$T/$cur.err"
 	mst=$?
 }
+# said FILE: its last line, for the log (what a user sees in this case).
+said() { echo "  ($cur: $(tail -n 1 "$1"))"; }
 # end_dst: wait for the destination; its status in $dst_st.
 end_dst() { vmpid=$dpid; wdpid=$dwd; stop_vm; dst_st=$st; }
 # src_finishes NAME: the source ran its guest to the end, every count exact (after a failed migration).
@@ -56,6 +58,7 @@ for f in hello memory state; do
 	grep -q 'runs on here' "$T/$cur.err" || bad "migrate did not say the VM runs on: $(tail -n 1 "$T/$cur.err")"
 	end_dst; [ "$dst_st" -eq 99 ] || bad "the destination exited $dst_st, not the fault's 99"
 	src_finishes "s-$f"
+	said "$T/$cur.err"
 	done_test
 done
 
@@ -71,6 +74,7 @@ grep -q '"state":"paused"' "$T/q.out" || bad "the source is not paused after GO:
 # This destination never ran the guest (it died on GO): resuming the source loses nothing.
 "$PV" api "$T/s-go.sock" '{"cmd":"resume"}' >/dev/null 2>&1 || bad "resume failed"
 src_finishes s-go
+said "$T/$cur.err"
 done_test
 
 cur=migrate-source-killed; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
@@ -86,6 +90,7 @@ cp "$T/d-k.err" "$T/$cur.err"
 [ "$dst_st" -eq 125 ] || bad "the destination exited $dst_st, not 125"
 expect_err 'closed the connection'
 grep -q 'snap:' "$T/d-k.out" && bad "the destination ran the guest"
+said "$T/$cur.err"
 done_test
 
 cur=migrate-fewer-cpus; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
@@ -94,6 +99,7 @@ dst d-c "unix:$T/m-c" --cpus 1
 migrate "$T/s-c.sock" "unix:$T/m-c"
 [ "$mst" -eq 1 ] || bad "perfvisor migrate exited $mst, not 1"
 expect_err 'the VM has 2 vCPUs, this destination offers 1 (--cpus)'
+said "$T/$cur.err"
 end_dst; [ "$dst_st" -eq 125 ] || bad "the destination exited $dst_st, not 125"
 grep -q 'refused the incoming VM' "$T/d-c.err" || bad "the destination did not say it refused"
 src_finishes s-c
@@ -117,6 +123,7 @@ end_dst
 cp "$T/d-n.err" "$T/$cur.err"
 [ "$dst_st" -eq 125 ] || bad "the destination exited $dst_st, not 125"
 expect_err 'not a perfvisor migration stream (magic 0x20544547)'
+said "$T/$cur.err"
 done_test
 
 cur=migrate-no-converge; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
@@ -127,6 +134,7 @@ migrate "$T/s-d.sock" "unix:$T/m-d" --max-downtime 1ms
 expect_err 'does not converge'; expect_err 'runs on here'
 end_dst; [ "$dst_st" -eq 125 ] || bad "the destination exited $dst_st, not 125"
 grep -q 'the source gave up' "$T/d-d.err" || bad "the destination did not say the source gave up"
+said "$T/$cur.err"
 done_test
 # The same VM, still running: --stop-copy pauses and copies the rest anyway.
 cur=migrate-stop-copy; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
