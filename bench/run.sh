@@ -13,15 +13,18 @@
 # (bench/linuxprof.sh: a Linux guest's overhead and the host's cost per
 # sample with its processes and ORC stacks, and without), then `perf` inside a Linux guest
 # (bench/guestperf.sh: its overhead, and the exits per sample and per counting read of the
-# PV PMU's Linux driver) on KVM, in one session. Where this machine
+# PV PMU's Linux driver), then live migration (bench/migrate.sh: the pause and the whole
+# migration of a 256 MiB and a 1 GiB guest, idle and dirtying memory, over a unix socket on this
+# machine, against snapshot + restore through a file) on KVM, in one session. Where this machine
 # has no usable /dev/kvm, it runs inside the test VM (tests/testhost/run.sh),
 # i.e. on KVM nested in QEMU TCG, and the table says so. Env: BENCH_RUNS
 # (default 20), BENCH_PMU_RUNS (default 5, bench/pmu.sh), BENCH_TESTHOST=1 to
 # use the test VM even with /dev/kvm, BENCH_LINUX_RUNS (3, bench/linux.sh),
 # BENCH_DISK_RUNS (3), BENCH_DISK_MB (256), BENCH_DISK_RAND (2000, bench/disk.sh),
 # BENCH_NET_RUNS (3), BENCH_NET_MB (4 on a nested host, else 256, bench/net.sh),
-# BENCH_LXPROF_RUNS (2, bench/linuxprof.sh), BENCH_GPERF_RUNS (3), BENCH_GPERF_WORK (12000, bench/guestperf.sh), BUILD,
-# BENCH_ONLY (names from boot pmu profile snapshot seccomp linux disk net linuxprof guestperf, separated by
+# BENCH_LXPROF_RUNS (2, bench/linuxprof.sh), BENCH_GPERF_RUNS (3), BENCH_GPERF_WORK (12000, bench/guestperf.sh),
+# BENCH_MIGRATE_RUNS (3), BENCH_MIGRATE_SIZES ("256M 1G", bench/migrate.sh), BUILD,
+# BENCH_ONLY (names from boot pmu profile snapshot seccomp linux disk net linuxprof guestperf migrate, separated by
 # commas or spaces: only those benchmarks; default all).
 set -euo pipefail
 
@@ -54,10 +57,13 @@ net_runs=${BENCH_NET_RUNS:-3}
 net_mb=${BENCH_NET_MB:-}
 qemu=$(command -v qemu-system-x86_64)
 lxprof_runs=${BENCH_LXPROF_RUNS:-2}
-only=" $(echo "${BENCH_ONLY:-boot pmu profile snapshot seccomp linux disk net linuxprof guestperf}" | tr ',' ' ') "
+migrate_runs=${BENCH_MIGRATE_RUNS:-3}
+case "$migrate_runs" in '' | *[!0-9]* | 0) echo "bench: BENCH_MIGRATE_RUNS must be a positive number" >&2; exit 2 ;; esac
+migrate_sizes=${BENCH_MIGRATE_SIZES:-256M 1G}
+only=" $(echo "${BENCH_ONLY:-boot pmu profile snapshot seccomp linux disk net linuxprof guestperf migrate}" | tr ',' ' ') "
 for b in $only; do
-	case "$b" in boot | pmu | profile | snapshot | seccomp | linux | disk | net | linuxprof | guestperf) ;;
-	*) echo "bench: BENCH_ONLY: unknown benchmark '$b' (boot pmu profile snapshot seccomp linux disk net linuxprof guestperf)" >&2; exit 2 ;; esac
+	case "$b" in boot | pmu | profile | snapshot | seccomp | linux | disk | net | linuxprof | guestperf | migrate) ;;
+	*) echo "bench: BENCH_ONLY: unknown benchmark '$b' (boot pmu profile snapshot seccomp linux disk net linuxprof guestperf migrate)" >&2; exit 2 ;; esac
 done
 # want NAME: BENCH_ONLY names it.
 want() { case "$only" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -77,7 +83,9 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 		BENCH_HOST="$h" sh bench/disk.sh || status=1; echo; }
 	! want net || { BUILD=$build BENCH_NET_RUNS=$net_runs BENCH_NET_MB=$net_mb BENCH_HOST="$h" sh bench/net.sh || status=1; echo; }
 	! want linuxprof || { BUILD=$build BENCH_LXPROF_RUNS=$lxprof_runs BENCH_HOST="$h" sh bench/linuxprof.sh || status=1; echo; }
-	! want guestperf || { BUILD=$build BENCH_HOST="$h" sh bench/guestperf.sh || status=1; }
+	! want guestperf || { BUILD=$build BENCH_HOST="$h" sh bench/guestperf.sh || status=1; echo; }
+	! want migrate || { BUILD=$build BENCH_MIGRATE_RUNS=$migrate_runs BENCH_MIGRATE_SIZES="$migrate_sizes" \
+		BENCH_HOST="$h" sh bench/migrate.sh || status=1; }
 	exit "$status"
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
@@ -107,11 +115,19 @@ else
 	! want disk || cmds="$cmds BUILD='$build' BENCH_DISK_RUNS=$disk_runs BENCH_DISK_MB=$disk_mb BENCH_DISK_RAND=$disk_rand BENCH_HOST='$host' sh bench/disk.sh || s=1; echo;"
 	! want net || cmds="$cmds BUILD='$build' BENCH_NET_RUNS=$net_runs BENCH_NET_MB=$net_mb BENCH_HOST='$host' sh bench/net.sh || s=1; echo;"
 	! want linuxprof || cmds="$cmds BUILD='$build' BENCH_LXPROF_RUNS=$lxprof_runs BENCH_HOST='$host' sh bench/linuxprof.sh || s=1; echo;"
-	! want guestperf || cmds="$cmds BUILD='$build' BENCH_HOST='$host' sh bench/guestperf.sh || s=1;"
+	! want guestperf || cmds="$cmds BUILD='$build' BENCH_HOST='$host' sh bench/guestperf.sh || s=1; echo;"
+	# The migration bench has a source and a destination of up to 1 GiB at once, and a snapshot's
+	# 1 GiB memory file in the VM's /tmp (a tmpfs of half its RAM): the 6 GiB below hold them.
+	# Under TCG the link moves some 20-30 MiB/s, so a round of its three cases takes about ten
+	# minutes: the test VM's time limit grows with BENCH_MIGRATE_RUNS.
+	! want migrate || cmds="$cmds BUILD='$build' BENCH_MIGRATE_RUNS=$migrate_runs BENCH_MIGRATE_SIZES='$migrate_sizes' BENCH_HOST='$host' sh bench/migrate.sh || s=1;"
+	vm_timeout=2400
+	! want migrate || vm_timeout=$((vm_timeout + 900 * migrate_runs))
 	# The Linux bench's spawn prints nothing until its three cases have booted
 	# BENCH_LINUX_RUNS times each (30 s a boot there): more than the test VM's
 	# default 300 s without output, after which it is deemed stuck.
 	TESTHOST_IDLE_TIMEOUT=${TESTHOST_IDLE_TIMEOUT:-1200} TESTHOST_MEM=${TESTHOST_MEM:-6144} \
+		TESTHOST_TIMEOUT=${TESTHOST_TIMEOUT:-$vm_timeout} \
 		TESTHOST_EXTRA="$qemu$fw${TESTHOST_EXTRA:+ $TESTHOST_EXTRA}" \
 		bash tests/testhost/run.sh "$cmds exit \$s"
 fi
