@@ -10,10 +10,14 @@
 #include "migrate.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kvm.h"
@@ -34,6 +38,54 @@ static void fault_point(const char *where)
 		fprintf(stderr, "perfvisor: PERFVISOR_MIGRATE_FAULT=%s: the destination dies here\n", where);
 		_exit(99);
 	}
+}
+
+/*
+ * The disks HELLO names (shared by path): each image must be here, of the
+ * same size, and open for what the guest does with it. Not locked: the
+ * source still holds the locks and hands them over at the pause.
+ */
+static const char *check_disks(const json_t *disks, char *why, size_t len)
+{
+	size_t i;
+	json_t *d;
+
+	if (!disks)
+		return NULL; /* none */
+	if (!json_is_array(disks) || json_array_size(disks) > VM_MAX_DISKS)
+		return "HELLO's disks are not a list of at most 8";
+	json_array_foreach(disks, i, d)
+	{
+		const char *path = NULL;
+		json_int_t sectors = 0;
+		int ro = 0, fd;
+		struct stat st;
+		uint64_t size;
+
+		if (json_unpack(d, "{s:s, s:b, s:I}", "path", &path, "readonly", &ro, "sectors", &sectors) <
+		    0)
+			return "HELLO has a disk without its path, readonly or sectors";
+		fd = open(path, (ro ? O_RDONLY : O_RDWR) | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
+			snprintf(why, len, "the VM's disk %.200s cannot be opened %s here: %s", path,
+				 ro ? "for reading" : "for writing",
+				 fd < 0 ? strerror(errno) : "not a disk image");
+			if (fd >= 0)
+				close(fd);
+			return why;
+		}
+		size = (uint64_t)st.st_size;
+		if (S_ISBLK(st.st_mode) && ioctl(fd, BLKGETSIZE64, &size) < 0)
+			size = 0;
+		close(fd);
+		if (size / 512 != (uint64_t)sectors) {
+			snprintf(why, len,
+				 "the VM's disk %.200s has %" PRIu64 " sectors here, %lld at the source",
+				 path, size / 512, (long long)sectors);
+			return why;
+		}
+	}
+	return NULL;
 }
 
 /* The machine HELLO offers, checked against this host and the limits; NULL or why not. */
@@ -94,6 +146,9 @@ static const char *check_hello(const json_t *h, struct vm_config *cfg, unsigned 
 	}
 	free(here);
 	kvmsys_close(&kvm);
+	if (bad)
+		return bad;
+	bad = check_disks(json_object_get(h, "disks"), why, len);
 	if (bad)
 		return bad;
 	cfg->nr_cpus = (unsigned)vcpus;

@@ -215,16 +215,33 @@ static void errbuf_append(struct errbuf *err, const char *words)
 
 /* ---- the migration ------------------------------------------------------------------------ */
 
+/* The disks, for the destination to find the same images before the pause. */
+static json_t *disks_json(const struct vm_snapshot_env *e)
+{
+	struct vm_disk_info d[VM_MAX_DISKS];
+	unsigned n = e->disks_info ? e->disks_info(e->virtio, d, VM_MAX_DISKS) : 0;
+	json_t *a = json_array();
+
+	for (unsigned i = 0; a && i < n; i++)
+		json_array_append_new(a, json_pack("{s:s, s:b, s:I}", "path", d[i].path, "readonly",
+						   d[i].readonly, "sectors", (json_int_t)d[i].sectors));
+	return a;
+}
+
 static json_t *hello(const struct vm_snapshot_env *e)
 {
 	const struct vm_machine *m = &e->machine;
+	json_t *h;
 
-	return json_pack("{s:i, s:s, s:i, s:I, s:b, s:I, s:I, s:s, s:s, s:s, s:o}", "protocol", MIG_PROTOCOL,
-			 "writer", "perfvisor", "vcpus", (int)m->nr_vcpus, "memory", (json_int_t)e->mem->size,
-			 "pmu", m->pmu, "cpuid_hide", (json_int_t)m->cpuid_hide, "cpuid_add",
-			 (json_int_t)m->cpuid_add, "kernel", m->kernel ? m->kernel : "", "cmdline",
-			 m->cmdline ? m->cmdline : "", "host", host_kind_name(m->host.kind), "cpuid",
-			 mig_cpuid_json(e->vcpus[0].cpuid));
+	h = json_pack("{s:i, s:s, s:i, s:I, s:b, s:I, s:I, s:s, s:s, s:s, s:o}", "protocol", MIG_PROTOCOL,
+		      "writer", "perfvisor", "vcpus", (int)m->nr_vcpus, "memory", (json_int_t)e->mem->size,
+		      "pmu", m->pmu, "cpuid_hide", (json_int_t)m->cpuid_hide, "cpuid_add",
+		      (json_int_t)m->cpuid_add, "kernel", m->kernel ? m->kernel : "", "cmdline",
+		      m->cmdline ? m->cmdline : "", "host", host_kind_name(m->host.kind), "cpuid",
+		      mig_cpuid_json(e->vcpus[0].cpuid));
+	if (h)
+		json_object_set_new(h, "disks", disks_json(e));
+	return h;
 }
 
 static void log_round(const struct vm_snapshot_env *e, unsigned i, const struct mig_round *r, bool final)

@@ -52,6 +52,7 @@ struct vm_snapshot_env {
 	struct vm_virtio *virtio;
 	void (*track_writes)(struct vm_virtio *vv, uint64_t *bitmap);
 	int (*disks_handover)(struct vm_virtio *vv, bool release, struct errbuf *err);
+	unsigned (*disks_info)(const struct vm_virtio *vv, struct vm_disk_info *out, unsigned max);
 };
 
 struct vm_snapshot_result {

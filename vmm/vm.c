@@ -157,6 +157,7 @@ static void fill_envs(struct vm *vm)
 		.virtio = vm->virtio,
 		.track_writes = vm_virtio_track,
 		.disks_handover = vm_virtio_disks_handover,
+		.disks_info = vm_virtio_disks_info,
 	};
 	vm->api_env = (struct api_env){ &vm->ctl, &vm->snap, NULL, NULL, cfg->name };
 }

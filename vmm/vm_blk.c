@@ -235,6 +235,12 @@ const char *vm_blk_path(const struct vm_blk *b)
 	return b->path;
 }
 
+void vm_blk_describe(const struct vm_blk *b, bool *readonly, uint64_t *sectors)
+{
+	*readonly = b->readonly;
+	*sectors = b->sectors;
+}
+
 int vm_blk_eventfd(const struct vm_blk *b)
 {
 	return b->efd;

@@ -28,6 +28,8 @@ int vm_blk_open(struct vm_blk **out, const char *path, bool readonly, bool verbo
 void vm_blk_params(struct vm_blk *b, struct virtio_blk_params *p);
 /* The absolute path of the image (its snapshot part keeps it). */
 const char *vm_blk_path(const struct vm_blk *b);
+/* Read-only or not, and the capacity in 512-byte sectors. */
+void vm_blk_describe(const struct vm_blk *b, bool *readonly, uint64_t *sectors);
 /* The eventfd the ring signals on each completion (for epoll). */
 int vm_blk_eventfd(const struct vm_blk *b);
 /* Hand the operations queued since the last call to the kernel. The thread that submits. */

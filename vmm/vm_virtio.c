@@ -720,3 +720,16 @@ int vm_virtio_disks_handover(struct vm_virtio *vv, bool release, struct errbuf *
 		}
 	return rc;
 }
+
+unsigned vm_virtio_disks_info(const struct vm_virtio *vv, struct vm_disk_info *out, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; vv && i < vv->n && n < max; i++)
+		if (vv->dev[i].blk) {
+			out[n].path = vm_blk_path(vv->dev[i].blk);
+			vm_blk_describe(vv->dev[i].blk, &out[n].readonly, &out[n].sectors);
+			n++;
+		}
+	return n;
+}

@@ -116,4 +116,7 @@ void vm_virtio_track(struct vm_virtio *vv, uint64_t *bitmap);
 /* Every disk's image handed over (release) or taken back (vm_blk_handover). Main thread, VM paused. */
 int vm_virtio_disks_handover(struct vm_virtio *vv, bool release, struct errbuf *err);
 
+/* Each disk, in order (struct vm_disk_info, vmm.h). */
+unsigned vm_virtio_disks_info(const struct vm_virtio *vv, struct vm_disk_info *out, unsigned max);
+
 #endif

@@ -58,6 +58,13 @@ struct vm_net_cfg {
 	bool has_mac; /* else vm_net_default_mac */
 };
 
+/* A running VM's disk: its image's absolute path, read-only or not, its capacity (512-byte sectors). */
+struct vm_disk_info {
+	const char *path;
+	bool readonly;
+	uint64_t sectors;
+};
+
 struct vm_config {
 	const char *kernel;
 	unsigned nr_cpus;

@@ -4,9 +4,11 @@
 # writes and 8 reads back per round, 8 in flight): the I/O threads' writes to guest RAM are
 # tracked and sent again while paused, the image is synced and its lock handed to the destination,
 # which goes on and reads every byte right, and then holds the lock. The same with the destination
-# dying with the state: the source takes the lock back and goes on. virtio-rng: the device moves
+# dying with the state: the source takes the lock back and goes on. A destination where the image
+# is not (renamed away after the source opened it) refuses the VM before the pause. virtio-rng: the device moves
 # with its queue where it was. A VM with virtio-net is refused.
-# cases: migrate-blk migrate-blk-dest migrate-blk-lock migrate-blk-fault migrate-rng migrate-net-refused
+# cases: migrate-blk migrate-blk-dest migrate-blk-lock migrate-blk-fault migrate-blk-gone migrate-rng
+# cases: migrate-net-refused
 . "$(dirname "$0")/../lib.sh"
 
 dd if=/dev/zero of="$T/m.img" bs=1M count=4 2>/dev/null
@@ -69,6 +71,27 @@ vmpid=$spid; wdpid=$swd; stop_vm
 grep -q '3000 rounds of 8 writes and 8 reads, every byte right' "$T/blk-c.out" ||
 	bad "the source's guest did not finish right: $(grep -m1 -e FAIL -e wrong "$T/blk-c.out")"
 grep -q 'runs on without it' "$T/blk-c.err" && bad "the source could not take its disk's lock back"
+done_test
+
+cur=migrate-blk-gone; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
+start_vm blk-e 300 run --kernel "$G/virtio-blk.elf" --disk path="$T/m.img" --cmdline "loop=1500" \
+	--api-socket "$T/e.sock" --timeout 280
+spid=$vmpid; swd=$wdpid
+wait_sock "$T/e.sock" 20 || bad "no control socket"
+wait_for "$T/blk-e.out" 'virtio-blk: looping' || bad "the guest never started its rounds"
+mv "$T/m.img" "$T/moved.img"
+dst blk-f "unix:$T/mf"
+"$PV" migrate "$T/e.sock" --to "unix:$T/mf" --timeout 60s >>"$T/$cur.out" 2>>"$T/$cur.err"
+[ $? -eq 1 ] || bad "perfvisor migrate did not fail"
+expect_err "the VM's disk .*/m.img cannot be opened for writing here: No such file or directory"
+expect_err 'runs on here'
+echo "  ($cur: $(tail -n 1 "$T/$cur.err"))"
+vmpid=$dpid; wdpid=$dwd; stop_vm; [ "$st" -eq 125 ] || bad "the destination exited $st, not 125"
+vmpid=$spid; wdpid=$swd; stop_vm
+[ "$st" -eq 0 ] || bad "the source exited $st"
+grep -q '1500 rounds of 8 writes and 8 reads, every byte right' "$T/blk-e.out" ||
+	bad "the source's guest did not finish right: $(grep -m1 -e FAIL -e wrong "$T/blk-e.out")"
+mv "$T/moved.img" "$T/m.img"
 done_test
 
 cur=migrate-rng; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
