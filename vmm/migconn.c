@@ -382,3 +382,108 @@ int mig_recv_answer(struct mig_conn *c, enum mig_type want, json_t **reply, stru
 		json_decref(j);
 	return rc;
 }
+
+/* ---- guest memory as PAGES and ZERO records ------------------------------------------------- */
+
+struct runs {
+	struct mig_conn *c;
+	const struct gmem *mem;
+	uint8_t *buf;		 /* the run's copy: the guest may write its pages meanwhile */
+	uint64_t run_gpa, run_n; /* the run being built */
+	bool run_zero;		 /* ... of zero pages (nothing copied) */
+	struct mig_round *r;
+	struct errbuf *err;
+};
+
+static int flush_run(struct runs *s)
+{
+	uint64_t hdr[2] = { s->run_gpa, s->run_n };
+	int rc;
+
+	if (!s->run_n)
+		return 0;
+	if (s->run_zero) {
+		rc = mig_send(s->c, MIG_ZERO, hdr, sizeof(hdr), NULL, 0, s->err);
+		s->r->zero_pages += s->run_n;
+	} else {
+		rc = mig_send(s->c, MIG_PAGES, hdr, sizeof(hdr), s->buf, (uint32_t)(s->run_n * MIG_PAGE),
+			      s->err);
+		s->r->pages += s->run_n;
+	}
+	s->run_n = 0;
+	return rc;
+}
+
+static bool page_zero(const uint8_t *p)
+{
+	static const uint8_t zero[MIG_PAGE];
+
+	return !memcmp(p, zero, MIG_PAGE);
+}
+
+/* Page pfn into the run (copied first, then judged); skip_zero: the destination has zeros already. */
+static int add_page(struct runs *s, uint64_t pfn, bool skip_zero)
+{
+	uint8_t *slot;
+	bool zero;
+	int rc;
+
+	/* A run ends at a gap or when it is full. */
+	if (s->run_n && (s->run_gpa + s->run_n * MIG_PAGE != pfn * MIG_PAGE || s->run_n == MIG_MAX_RUN) &&
+	    (rc = flush_run(s)))
+		return rc;
+	slot = s->buf + (s->run_n && !s->run_zero ? s->run_n : 0) * MIG_PAGE;
+	memcpy(slot, s->mem->hva + pfn * MIG_PAGE, MIG_PAGE);
+	zero = page_zero(slot);
+	if (zero && skip_zero)
+		return flush_run(s);
+	if (s->run_n && zero != s->run_zero) {
+		if ((rc = flush_run(s)))
+			return rc;
+		memmove(s->buf, slot, MIG_PAGE);
+	}
+	if (!s->run_n) {
+		s->run_gpa = pfn * MIG_PAGE;
+		s->run_zero = zero;
+	}
+	s->run_n++;
+	return 0;
+}
+
+int mig_send_memory(struct mig_conn *c, const struct gmem *mem, const uint64_t *bitmap, uint8_t *buf,
+		    struct mig_round *r, struct errbuf *err)
+{
+	struct runs s = { .c = c, .mem = mem, .buf = buf, .r = r, .err = err };
+	uint64_t size = mem->size, off = 0, npages = mem->size / MIG_PAGE;
+	int rc = 0;
+
+	if (bitmap) {
+		for (uint64_t w = 0; w < (npages + 63) / 64 && !rc; w++)
+			for (uint64_t bits = bitmap[w]; bits && !rc; bits &= bits - 1) {
+				uint64_t pfn = w * 64 + (uint64_t)__builtin_ctzll(bits);
+
+				if (pfn < npages)
+					rc = add_page(&s, pfn, false);
+			}
+		return rc ? rc : flush_run(&s);
+	}
+	/* A memfd knows its holes (never written: zero there and at the destination). */
+	while (off < size && !rc) {
+		uint64_t end = size;
+
+		if (mem->fd >= 0) {
+			off_t d = lseek(mem->fd, (off_t)off, SEEK_DATA), h;
+
+			if (d < 0)
+				break; /* no data after off */
+			h = lseek(mem->fd, d, SEEK_HOLE);
+			off = (uint64_t)d & ~(uint64_t)(MIG_PAGE - 1);
+			end = h < 0 ? size : ((uint64_t)h + MIG_PAGE - 1) & ~(uint64_t)(MIG_PAGE - 1);
+			if (end > size)
+				end = size;
+		}
+		for (; off < end && !rc; off += MIG_PAGE)
+			rc = add_page(&s, off / MIG_PAGE, true);
+	}
+	return rc ? rc : flush_run(&s);
+}

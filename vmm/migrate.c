@@ -83,107 +83,29 @@ int mig_cpuid_check(const json_t *theirs, const struct kvm_cpuid2 *here, char *w
 	return 0;
 }
 
-/* ---- sending memory ------------------------------------------------------------------ */
+/* ---- the migration's memory ---------------------------------------------------------------- */
 
 struct sender {
 	const struct vm_snapshot_env *e;
 	struct mig_conn *c;
 	uint64_t npages;
-	uint64_t *bitmap;	 /* KVM's dirty log */
-	uint64_t *vmm;		 /* the pages the devices reached meanwhile (vm_virtio_track) */
-	bool released;		 /* the disks were handed over */
-	uint8_t *buf;		 /* a run's copy: the guest may write its pages meanwhile */
-	uint64_t run_gpa, run_n; /* the run being built */
-	bool run_zero;		 /* ... of zero pages */
-	struct mig_round *r;	 /* the round's counts */
+	uint64_t *bitmap;    /* KVM's dirty log */
+	uint64_t *vmm;	     /* the pages the devices reached meanwhile (vm_virtio_track) */
+	bool released;	     /* the disks were handed over */
+	uint8_t *buf;	     /* mig_send_memory's copy of a run */
+	struct mig_round *r; /* the round's counts */
 	struct errbuf *err;
 };
 
-static int flush_run(struct sender *s)
-{
-	uint64_t hdr[2] = { s->run_gpa, s->run_n };
-	int rc = 0;
-
-	if (!s->run_n)
-		return 0;
-	if (s->run_zero) {
-		rc = mig_send(s->c, MIG_ZERO, hdr, sizeof(hdr), NULL, 0, s->err);
-		s->r->zero_pages += s->run_n;
-	} else {
-		rc = mig_send(s->c, MIG_PAGES, hdr, sizeof(hdr), s->buf, (uint32_t)(s->run_n * MIG_PAGE),
-			      s->err);
-		s->r->pages += s->run_n;
-	}
-	s->run_n = 0;
-	return rc;
-}
-
-static bool page_zero(const uint8_t *p)
-{
-	static const uint8_t zero[MIG_PAGE];
-
-	return !memcmp(p, zero, MIG_PAGE);
-}
-
-/* Page pfn into the run (copied first, then judged); skip_zero: the destination has zeros already. */
-static int add_page(struct sender *s, uint64_t pfn, bool skip_zero)
-{
-	uint8_t *slot = s->buf + (s->run_zero ? 0 : s->run_n) * MIG_PAGE;
-	bool zero;
-	int rc;
-
-	if (s->run_n && s->run_gpa + s->run_n * MIG_PAGE != pfn * MIG_PAGE) {
-		if ((rc = flush_run(s)))
-			return rc;
-		slot = s->buf;
-	}
-	if (s->run_n == MIG_MAX_RUN) {
-		if ((rc = flush_run(s)))
-			return rc;
-		slot = s->buf;
-	}
-	memcpy(slot, s->e->mem->hva + pfn * MIG_PAGE, MIG_PAGE);
-	zero = page_zero(slot);
-	if (zero && skip_zero)
-		return flush_run(s);
-	if (s->run_n && zero != s->run_zero) {
-		if ((rc = flush_run(s)))
-			return rc;
-		memmove(s->buf, slot, MIG_PAGE);
-	}
-	if (!s->run_n) {
-		s->run_gpa = pfn * MIG_PAGE;
-		s->run_zero = zero;
-	}
-	s->run_n++;
-	return 0;
-}
-
-/* Round 0: every page that holds data (a memfd's holes are zero and the destination's RAM too). */
+/* Round 0: all RAM that holds data; later rounds: the pages in the bitmap. */
 static int send_all(struct sender *s)
 {
-	int fd = s->e->mem->fd;
-	uint64_t size = s->e->mem->size, off = 0;
-	int rc = 0;
+	return mig_send_memory(s->c, s->e->mem, NULL, s->buf, s->r, s->err);
+}
 
-	while (off < size && !rc) {
-		uint64_t end = size;
-
-		if (fd >= 0) {
-			off_t d = lseek(fd, (off_t)off, SEEK_DATA), h;
-
-			if (d < 0)
-				break; /* no data after off */
-			h = lseek(fd, d, SEEK_HOLE);
-			off = (uint64_t)d & ~(uint64_t)(MIG_PAGE - 1);
-			end = h < 0 ? size : ((uint64_t)h + MIG_PAGE - 1) & ~(uint64_t)(MIG_PAGE - 1);
-			if (end > size)
-				end = size;
-		}
-		for (; off < end && !rc; off += MIG_PAGE)
-			rc = add_page(s, off / MIG_PAGE, true);
-	}
-	return rc ? rc : flush_run(s);
+static int send_dirty(struct sender *s)
+{
+	return mig_send_memory(s->c, s->e->mem, s->bitmap, s->buf, s->r, s->err);
 }
 
 static uint64_t count_dirty(const struct sender *s)
@@ -193,16 +115,6 @@ static uint64_t count_dirty(const struct sender *s)
 	for (uint64_t i = 0; i < (s->npages + 63) / 64; i++)
 		n += (uint64_t)__builtin_popcountll(s->bitmap[i]);
 	return n;
-}
-
-static int send_dirty(struct sender *s)
-{
-	int rc = 0;
-
-	for (uint64_t w = 0; w < (s->npages + 63) / 64 && !rc; w++)
-		for (uint64_t bits = s->bitmap[w]; bits && !rc; bits &= bits - 1)
-			rc = add_page(s, w * 64 + (uint64_t)__builtin_ctzll(bits), false);
-	return rc ? rc : flush_run(s);
 }
 
 /* Add words to a message (cut to fit). */

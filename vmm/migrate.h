@@ -67,6 +67,18 @@ int mig_recv(struct mig_conn *c, struct mig_hdr *h, void **payload, uint32_t sta
  */
 int mig_recv_answer(struct mig_conn *c, enum mig_type want, json_t **reply, struct errbuf *err);
 
+struct mig_round;
+/*
+ * Guest RAM as PAGES and ZERO records (runs of up to MIG_MAX_RUN pages,
+ * each copied into buf, MIG_MAX_RUN pages, before it is hashed and sent:
+ * the guest may be writing them). With bitmap (a bit per page): the pages
+ * set in it, zero ones as ZERO; without: every page that holds data (a
+ * memfd's holes and zero pages are skipped: the destination's fresh RAM is
+ * zero). Counts into r. 0 or -errno with a message.
+ */
+int mig_send_memory(struct mig_conn *c, const struct gmem *mem, const uint64_t *bitmap, uint8_t *buf,
+		    struct mig_round *r, struct errbuf *err);
+
 /* ---- the source (migrate.c) --------------------------------------------------- */
 struct mig_request {
 	char to[300];		  /* a numeric address (mig_addr_parse) */
