@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <net/if.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,30 @@ static const char *check_disks(const json_t *disks, char *why, size_t len)
 	return NULL;
 }
 
+/* The taps HELLO names (shared by name): each must exist here (the source is still attached). */
+static const char *check_taps(const json_t *taps, char *why, size_t len)
+{
+	size_t i;
+	json_t *t;
+
+	if (!taps)
+		return NULL;
+	if (!json_is_array(taps) || json_array_size(taps) > VIRTIO_NET_MAX)
+		return "HELLO's taps are not a list of at most 4";
+	json_array_foreach(taps, i, t)
+	{
+		if (!json_is_string(t) || json_string_length(t) >= VIRTIO_NET_IFNAMSIZ)
+			return "HELLO has a tap that is not an interface name";
+		if (!if_nametoindex(json_string_value(t))) {
+			snprintf(why, len,
+				 "the VM's tap %s is not here (create it first: ip tuntap add %s mode tap)",
+				 json_string_value(t), json_string_value(t));
+			return why;
+		}
+	}
+	return NULL;
+}
+
 /* The machine HELLO offers, checked against this host and the limits; NULL or why not. */
 static const char *check_hello(const json_t *h, struct vm_config *cfg, unsigned limit_cpus,
 			       uint64_t limit_mem, char *why, size_t len)
@@ -149,6 +174,9 @@ static const char *check_hello(const json_t *h, struct vm_config *cfg, unsigned 
 	if (bad)
 		return bad;
 	bad = check_disks(json_object_get(h, "disks"), why, len);
+	if (bad)
+		return bad;
+	bad = check_taps(json_object_get(h, "taps"), why, len);
 	if (bad)
 		return bad;
 	cfg->nr_cpus = (unsigned)vcpus;

@@ -153,6 +153,15 @@ static json_t *hello(const struct vm_snapshot_env *e)
 		      mig_cpuid_json(e->vcpus[0].cpuid));
 	if (h)
 		json_object_set_new(h, "disks", disks_json(e));
+	if (h && e->taps) {
+		const char *names[VIRTIO_NET_MAX];
+		unsigned n = e->taps(e->virtio, names, VIRTIO_NET_MAX);
+		json_t *a = json_array();
+
+		for (unsigned i = 0; a && i < n; i++)
+			json_array_append_new(a, json_string(names[i]));
+		json_object_set_new(h, "taps", a);
+	}
 	return h;
 }
 
@@ -246,10 +255,10 @@ static int final_round(struct sender *s, struct mig_result *res)
 	}
 	if (!rc)
 		rc = send_dirty(s);
-	/* The disks' images go to the destination: synced and unlocked before it opens them. */
-	if (!rc && e->disks_handover) {
-		rc = e->disks_handover(e->virtio, true, s->err);
-		s->released = !rc;
+	/* The disks' images and the taps go to the destination: synced, unlocked, detached. */
+	if (!rc && e->devices_handover) {
+		rc = e->devices_handover(e->virtio, true, s->err);
+		s->released = true; /* also in part: taking back what is still held is a no-op */
 	}
 	if (!rc && len > SNAP_MAX_STATE_SIZE)
 		rc = errbuf_set(s->err, -EFBIG, "the state is %zu bytes, more than a migration carries", len);
@@ -280,11 +289,6 @@ int vm_migrate(const struct vm_snapshot_env *e, const struct mig_request *rq, st
 
 	memset(res, 0, sizeof(*res));
 	res->mem_bytes = e->mem->size;
-	if (e->machine.nr_net)
-		return errbuf_set(
-			err, -EOPNOTSUPP,
-			"this VM has virtio-net devices (--net), which a migration does not carry yet "
-			"(docs/migration.md); snapshot and restore it instead");
 	if (was_paused)
 		return errbuf_set(err, -EBUSY,
 				  "the VM is paused: resume it first (a migration copies a running VM)");
@@ -351,8 +355,8 @@ out:
 		e->track_writes(e->virtio, NULL);
 	if (logging)
 		kvmsys_dirty_log(e->vm_fd, e->mem, false, &ignore);
-	/* Not GO: the disks are this VM's again (a destination that took a lock has exited or will). */
-	if (rc && !res->committed && s.released && e->disks_handover(e->virtio, false, &ignore))
+	/* Not GO: the disks and taps are this VM's again (a destination that took one has exited or will). */
+	if (rc && !res->committed && s.released && e->devices_handover(e->virtio, false, &ignore))
 		vm_log("migration to %s: %s; the VM runs on without it", rq->to, ignore.msg);
 	if (rc && res->committed) {
 		vm_log("migration to %s: %s; GO was sent, so the guest may run there: this VM stays paused "

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/if_tun.h>
+#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -97,6 +98,7 @@ static const int main_calls[] = {
 	SCMP_SYS(setsockopt), /* ... TCP_NODELAY, buffer sizes */
 	SCMP_SYS(getsockopt), /* ... SO_ERROR of a non-blocking connect */
 	SCMP_SYS(flock),      /* ... the disks' image locks handed over, or taken back */
+	SCMP_SYS(epoll_ctl),  /* ... the taps detached from the I/O thread, or attached again */
 };
 
 /* The virtio I/O thread: waits on the queues' eventfds, serves them, interrupts through an irqfd. */
@@ -143,6 +145,10 @@ static const unsigned long main_ioctls[] = {
 	KVM_GET_CLOCK,		    /* snapshot */
 	KVM_SET_USER_MEMORY_REGION, /* a migration: KVM's dirty log of guest RAM on and off */
 	KVM_GET_DIRTY_LOG,	    /* ... the pages written since the last round */
+	SIOCGIFINDEX,		    /* ... a failed one attaches its taps again: the tap is there */
+	TUNSETIFF,		    /* ... attached */
+	TUNSETVNETHDRSZ,	    /* ... its virtio_net_hdr */
+	TUNSETOFFLOAD,		    /* ... its offloads probed */
 	KVM_IRQ_LINE,		    /* stdin input raises the UART's line */
 	KVM_IRQ_LINE_STATUS,	    /* ... */
 };

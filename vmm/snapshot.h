@@ -35,7 +35,6 @@ struct vm_machine {
 	uint32_t tsc_khz;
 	const char *kernel, *cmdline;
 	const char *profile, *profile_symbols; /* the --profile spec and --symbols file, "" for none */
-	unsigned nr_net;		       /* virtio-net devices (a migration does not carry them yet) */
 };
 
 /* What a snapshot needs of a running VM; filled once by the VM, stable while it runs. */
@@ -51,8 +50,9 @@ struct vm_snapshot_env {
 	/* a live migration: the devices' own writes to guest RAM, the disks' images (vm_virtio.h) */
 	struct vm_virtio *virtio;
 	void (*track_writes)(struct vm_virtio *vv, uint64_t *bitmap);
-	int (*disks_handover)(struct vm_virtio *vv, bool release, struct errbuf *err);
+	int (*devices_handover)(struct vm_virtio *vv, bool release, struct errbuf *err);
 	unsigned (*disks_info)(const struct vm_virtio *vv, struct vm_disk_info *out, unsigned max);
+	unsigned (*taps)(const struct vm_virtio *vv, const char **names, unsigned max);
 };
 
 struct vm_snapshot_result {

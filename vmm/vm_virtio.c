@@ -708,16 +708,45 @@ void vm_virtio_track(struct vm_virtio *vv, uint64_t *bitmap)
 		__atomic_store_n(&vv->track, bitmap, __ATOMIC_RELEASE);
 }
 
-int vm_virtio_disks_handover(struct vm_virtio *vv, bool release, struct errbuf *err)
+/* A tap handed over (detached: its fd closed) or attached again with the guest's offloads. VM paused. */
+static int tap_handover(struct vm_virtio *vv, struct vv_dev *d, bool release, struct errbuf *err)
+{
+	struct vm_tap *t = d->tap;
+	char name[sizeof(t->name)];
+	uint64_t want;
+	int rc = 0;
+
+	pthread_mutex_lock(&vv->io_lock); /* the I/O thread does not touch the tap meanwhile */
+	if (release) {
+		if (t->fd >= 0)
+			epoll_ctl(vv->epfd, EPOLL_CTL_DEL, t->fd, NULL);
+		vm_tap_close(t);
+	} else if (t->fd < 0) {
+		memcpy(name, t->name, sizeof(name));
+		want = __atomic_load_n(&t->want, __ATOMIC_ACQUIRE);
+		rc = vm_tap_open(t, name, err);
+		/* The offloads the guest took: set again at its next transmission (applied is 0 now). */
+		__atomic_store_n(&t->want, want, __ATOMIC_RELEASE);
+		if (!rc && epoll_ctl(vv->epfd, EPOLL_CTL_ADD, t->fd,
+				     &(struct epoll_event){ .events = EPOLLIN | EPOLLET,
+							    .data.ptr = &d->tap_ready }) < 0)
+			rc = errbuf_set(err, -errno, "tap %s: epoll_ctl: %s", name, strerror(errno));
+	}
+	pthread_mutex_unlock(&vv->io_lock);
+	return rc;
+}
+
+int vm_virtio_devices_handover(struct vm_virtio *vv, bool release, struct errbuf *err)
 {
 	int rc = 0;
 
-	for (unsigned i = 0; vv && i < vv->n; i++)
-		if (vv->dev[i].blk) {
-			int r = vm_blk_handover(vv->dev[i].blk, release, err);
+	for (unsigned i = 0; vv && i < vv->n; i++) {
+		int r = vv->dev[i].blk	 ? vm_blk_handover(vv->dev[i].blk, release, err)
+			: vv->dev[i].tap ? tap_handover(vv, &vv->dev[i], release, err)
+					 : 0;
 
-			rc = rc ? rc : r;
-		}
+		rc = rc ? rc : r;
+	}
 	return rc;
 }
 
@@ -731,5 +760,15 @@ unsigned vm_virtio_disks_info(const struct vm_virtio *vv, struct vm_disk_info *o
 			vm_blk_describe(vv->dev[i].blk, &out[n].readonly, &out[n].sectors);
 			n++;
 		}
+	return n;
+}
+
+unsigned vm_virtio_taps(const struct vm_virtio *vv, const char **names, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; vv && i < vv->n && n < max; i++)
+		if (vv->dev[i].tap)
+			names[n++] = vv->dev[i].tap->name;
 	return n;
 }

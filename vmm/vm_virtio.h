@@ -113,9 +113,14 @@ void vm_virtio_destroy(struct vm_virtio *vv);
  * page; NULL: off) every page a device reaches is marked in it. Any thread.
  */
 void vm_virtio_track(struct vm_virtio *vv, uint64_t *bitmap);
-/* Every disk's image handed over (release) or taken back (vm_blk_handover). Main thread, VM paused. */
-int vm_virtio_disks_handover(struct vm_virtio *vv, bool release, struct errbuf *err);
+/*
+ * A migration's external resources handed over (release) or taken back: every disk's image
+ * (vm_blk_handover) and every tap (detached, then attached again by name). Main thread, VM paused.
+ */
+int vm_virtio_devices_handover(struct vm_virtio *vv, bool release, struct errbuf *err);
 
+/* Each tap's name, in order. */
+unsigned vm_virtio_taps(const struct vm_virtio *vv, const char **names, unsigned max);
 /* Each disk, in order (struct vm_disk_info, vmm.h). */
 unsigned vm_virtio_disks_info(const struct vm_virtio *vv, struct vm_disk_info *out, unsigned max);
 
