@@ -63,15 +63,18 @@ static int cmd_run(int argc, char **argv)
 		if (sigismember(&sigs, s) == 1)
 			signal(s, SIG_DFL);
 	signal(SIGPIPE, SIG_IGN);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-
-	/* A migration's destination: the machine, its memory and its state come first. */
+	/*
+	 * A migration's destination: the machine, its memory and its state come
+	 * first. Until they have, a stop signal ends the wait at once (nothing
+	 * runs yet; the source sees the connection lost and runs on).
+	 */
 	if (cfg.incoming &&
 	    mig_incoming_receive(&cfg, cfg.incoming_max_cpus, cfg.incoming_max_mem, &incoming, &err)) {
 		fprintf(stderr, "perfvisor run: %s\n", err.msg);
 		mig_incoming_fini(&incoming);
 		return PV_EXIT_VMM_ERROR;
 	}
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	rc = vm_create(&vm, &cfg, &err);
 	/* The guest runs here only after the source's GO: until then the source may resume it. */
 	if (cfg.incoming && mig_incoming_ready(&incoming, rc, err.msg, &err) && !rc) {

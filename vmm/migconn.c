@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -178,6 +179,20 @@ int mig_connect(struct mig_conn *c, const struct mig_addr *a, struct errbuf *err
 	return 0;
 }
 
+/* A unix socket left by a destination that was killed: nobody listens, so it goes. */
+static void unlink_stale(const struct mig_addr *a)
+{
+	const char *path = ((const struct sockaddr_un *)&a->sa)->sun_path;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct stat st;
+
+	if (fd >= 0 && !lstat(path, &st) && S_ISSOCK(st.st_mode) &&
+	    connect(fd, (const struct sockaddr *)&a->sa, a->len) < 0 && errno == ECONNREFUSED)
+		unlink(path);
+	if (fd >= 0)
+		close(fd);
+}
+
 int mig_accept_one(struct mig_conn *c, const struct mig_addr *a, bool announce, struct errbuf *err)
 {
 	int lfd = socket(a->sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), one = 1, rc;
@@ -190,6 +205,8 @@ int mig_accept_one(struct mig_conn *c, const struct mig_addr *a, bool announce, 
 	if (lfd < 0)
 		return errbuf_set(err, -errno, "--incoming %s: socket: %s", a->text, strerror(errno));
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (a->sa.ss_family == AF_UNIX)
+		unlink_stale(a);
 	if (bind(lfd, (const struct sockaddr *)&a->sa, a->len) < 0 || listen(lfd, 1) < 0) {
 		rc = errbuf_set(err, -errno, "--incoming %s: cannot listen: %s", a->text, strerror(errno));
 		close(lfd);

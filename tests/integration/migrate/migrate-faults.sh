@@ -10,7 +10,7 @@
 # cases: migrate-source-killed migrate-fewer-cpus migrate-less-memory migrate-not-a-stream
 # cases: migrate-no-converge migrate-stop-copy migrate-paused
 # cases: migrate-usage migrate-bad-to migrate-bad-downtime incoming-bad-addr incoming-and-kernel
-# cases: incoming-timeout-alone incoming-timeout
+# cases: incoming-timeout-alone incoming-timeout incoming-signal incoming-stale-socket
 . "$(dirname "$0")/../lib.sh"
 
 # src NAME CMDLINE [ARGS]: the snap guest on 2 vCPUs at socket $T/NAME.sock, past phase 2 ($spid, $swd).
@@ -172,4 +172,14 @@ expect_status 2; expect_err '--kernel cannot be combined with --incoming'; done_
 run incoming-timeout-alone 10 "$PV" run --kernel "$SNAP" --incoming-timeout 5
 expect_status 2; expect_err '--incoming-timeout needs --incoming'; done_test
 run incoming-timeout 30 "$PV" run --incoming "unix:$T/never" --incoming-timeout 1
+expect_status 125; expect_err 'waiting for a migration on unix:'; expect_err 'timed out'; done_test
+# A destination still waiting ends at a stop signal; its socket file, left behind, is no obstacle.
+cur=incoming-signal; ok=1
+ASAN_OPTIONS=detect_leaks=1 "$PV" run --incoming "unix:$T/sig" >"$T/$cur.out" 2>"$T/$cur.err" </dev/null &
+sp=$!
+wait_for "$T/$cur.err" 'waiting for a migration on' || bad "the destination never listened"
+kill -TERM "$sp"; wait "$sp"; st=$?
+expect_status 143
+done_test
+run incoming-stale-socket 30 "$PV" run --incoming "unix:$T/sig" --incoming-timeout 1
 expect_status 125; expect_err 'waiting for a migration on unix:'; expect_err 'timed out'; done_test
