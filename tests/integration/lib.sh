@@ -369,11 +369,17 @@ prof_col() {
 	"$PV" profile report "$1" 2>/dev/null | awk -v s="$2" -v c="$3" '$NF == s { print $c; f = 1 } END { if (!f) print 0 }'
 }
 # prof_ratio DIR COLUMN BIG SMALL: BIG's self samples are 3x SMALL's, within a third
+# The 3:1 is a share of 75% of a+b samples: accepted from 2:1 to 4:1, or within four standard
+# deviations of a binomial share of 75%, sqrt(0.1875/n) (squared here: busybox's awk may lack sqrt).
+# With the ~450 samples of one vCPU in profile-leaf-2cpus, chance alone gives 4.2:1 about once in
+# 400 runs (it failed once at 363:86), and 4.9:1 about once in 20000.
 prof_ratio() {
 	a=$(prof_col "$1" "$3" "$2"); b=$(prof_col "$1" "$4" "$2")
-	echo "  ($cur: column $2: $3 $a, $4 $b samples; want 3:1, accepted 2:1 to 4:1)"
+	echo "  ($cur: column $2: $3 $a, $4 $b samples; want 3:1, accepted 2:1 to 4:1 or within 4 sigma)"
 	[ "$((a + b))" -ge 100 ] || bad "only $((a + b)) samples in $3 and $4 (want >= 100)"
-	{ [ $((2 * b)) -le "$a" ] && [ "$a" -le $((4 * b)) ]; } || bad "$3:$4 = $a:$b is not 3:1 within a third"
+	{ [ $((2 * b)) -le "$a" ] && [ "$a" -le $((4 * b)) ]; } ||
+		awk -v a="$a" -v b="$b" 'BEGIN { n = a + b; d = a / n - 0.75; exit !(d * d * n <= 16 * 0.1875) }' ||
+		bad "$3:$4 = $a:$b is not 3:1 within a third, nor within 4 sigma of 75%"
 }
 # prof_common DIR: what every profile must hold, in either mode: its files, a report, and every
 # sample the vCPUs published in the profile (none lost silently); $n is its number of samples.
