@@ -333,10 +333,13 @@ int vm_migrate(const struct vm_snapshot_env *e, const struct mig_request *rq, st
 	rc = final_round(&s, res);
 	if (!rc)
 		rc = mig_recv_answer(&c, MIG_READY, NULL, err);
-	if (!rc) {
-		rc = mig_send(&c, MIG_GO, NULL, 0, NULL, 0, err);
-		res->committed = true; /* from here on the guest is the destination's */
-	}
+	/*
+	 * Once GO is sent whole, the guest is the destination's. A GO that could
+	 * not be sent whole never reached it (a record is taken only complete):
+	 * the guest did not run there, and this VM may resume.
+	 */
+	if (!rc && !(rc = mig_send(&c, MIG_GO, NULL, 0, NULL, 0, err)))
+		res->committed = true;
 	if (!rc)
 		rc = mig_recv_answer(&c, MIG_RUNNING, NULL, err);
 	res->downtime_ns = util_now_ns() - tp;

@@ -127,7 +127,7 @@ said "$T/$cur.err"
 done_test
 
 cur=migrate-no-converge; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-src s-d "phases=60 dirty=8"
+src s-d "phases=150 dirty=8"
 dst d-d "unix:$T/m-d"
 migrate "$T/s-d.sock" "unix:$T/m-d" --max-downtime 1ms
 [ "$mst" -eq 1 ] || bad "perfvisor migrate exited $mst, not 1"
