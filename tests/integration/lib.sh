@@ -119,15 +119,15 @@ LXI=$B/linux-initramfs/initramfs.cpio
 # --processes), spinA[PIDA] and spinB[PIDB] (nice 0 and 5 on one CPU: pvinit.work=profile) share it
 # 75:25 within POINTS (5) points, over MIN (1000) samples at least.
 spin_split() {
-	ss_min=${4:-1000}; ss_pt=${5:-5}
+	ss_min=${4:-1000}; ss_pt=${5:-5}; ss_want=${6:-75}
 	"$PV" profile report "$1" --processes >"$T/$cur.procs" 2>&1 || bad "profile report --processes failed: $(tail -n 1 "$T/$cur.procs")"
 	ss_a=$(awk -v p="$2" '$1 == p && $2 == "spinA" { print $3 }' "$T/$cur.procs")
 	ss_b=$(awk -v p="$3" '$1 == p && $2 == "spinB" { print $3 }' "$T/$cur.procs")
-	echo "  ($cur: spinA[$2] ${ss_a:-no} samples, spinB[$3] ${ss_b:-no} samples; want 75:25)"
+	echo "  ($cur: spinA[$2] ${ss_a:-no} samples, spinB[$3] ${ss_b:-no} samples; want $ss_want:$((100 - ss_want)))"
 	if [ -z "$ss_a" ] || [ -z "$ss_b" ] || [ $((ss_a + ss_b)) -lt "$ss_min" ]; then
 		bad "the processes table lacks spinA or spinB, or has under $ss_min samples of them: $(head -n 8 "$T/$cur.procs" | tr '\n' ';')"
-	elif [ $((ss_a * 100)) -lt $(((ss_a + ss_b) * (75 - ss_pt))) ] || [ $((ss_a * 100)) -gt $(((ss_a + ss_b) * (75 + ss_pt))) ]; then
-		bad "spinA has $ss_a of $((ss_a + ss_b)) samples: not 75% within $ss_pt points"
+	elif [ $((ss_a * 100)) -lt $(((ss_a + ss_b) * (ss_want - ss_pt))) ] || [ $((ss_a * 100)) -gt $(((ss_a + ss_b) * (ss_want + ss_pt))) ]; then
+		bad "spinA has $ss_a of $((ss_a + ss_b)) samples: not $ss_want% within $ss_pt points"
 	fi
 }
 # linux_ready "CASE..." [FILE...]: Debian's kernel, its modules order and the initramfs (and each
