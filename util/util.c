@@ -88,6 +88,13 @@ int util_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+void errbuf_append(struct errbuf *e, const char *words)
+{
+	size_t n = strlen(e->msg);
+
+	snprintf(e->msg + n, sizeof(e->msg) - n, "%s", words);
+}
+
 int errbuf_set(struct errbuf *e, int err, const char *fmt, ...)
 {
 	va_list ap;

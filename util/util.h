@@ -58,6 +58,8 @@ struct errbuf {
 
 /* Format the message into e (if non-NULL) and return err, for `return errbuf_set(...)`. */
 int errbuf_set(struct errbuf *e, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Add words to e's message (cut to fit). */
+void errbuf_append(struct errbuf *e, const char *words);
 
 /* ---- control socket client (docs/api.md) ------------------------------ */
 /* Connect to a VM's API socket. Returns the fd or -errno with a message. */

@@ -309,12 +309,9 @@ int mig_incoming_ready(struct mig_incoming *in, int rc, const char *why, struct 
 		in->t_go_ns = util_now_ns();
 		fault_point("go");
 	}
-	if (rc) {
-		size_t n = strlen(err->msg);
-
-		snprintf(err->msg + n, sizeof(err->msg) - n,
-			 " (no GO from the source: the guest did not run here, the source keeps it)");
-	}
+	if (rc)
+		errbuf_append(err,
+			      " (no GO from the source: the guest did not run here, the source keeps it)");
 	return rc;
 }
 

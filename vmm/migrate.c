@@ -117,14 +117,6 @@ static uint64_t count_dirty(const struct sender *s)
 	return n;
 }
 
-/* Add words to a message (cut to fit). */
-static void errbuf_append(struct errbuf *err, const char *words)
-{
-	size_t n = strlen(err->msg);
-
-	snprintf(err->msg + n, sizeof(err->msg) - n, "%s", words);
-}
-
 /* ---- the migration ------------------------------------------------------------------------ */
 
 /* The disks, for the destination to find the same images before the pause. */
