@@ -20,6 +20,7 @@
 #include "kvm.h"
 #include "snapshot.h"
 #include "vcpu.h"
+#include "vm_virtio.h"
 #include "vmm.h"
 
 /* ---- the CPUID a guest sees, in HELLO (the PV PMU's leaves are the PMU part's to check) ---- */
@@ -123,7 +124,7 @@ static uint64_t count_dirty(const struct sender *s)
 static json_t *disks_json(const struct vm_snapshot_env *e)
 {
 	struct vm_disk_info d[VM_MAX_DISKS];
-	unsigned n = e->disks_info ? e->disks_info(e->virtio, d, VM_MAX_DISKS) : 0;
+	unsigned n = vm_virtio_disks_info(e->virtio, d, VM_MAX_DISKS);
 	json_t *a = json_array();
 
 	for (unsigned i = 0; a && i < n; i++)
@@ -145,9 +146,9 @@ static json_t *hello(const struct vm_snapshot_env *e)
 		      mig_cpuid_json(e->vcpus[0].cpuid));
 	if (h)
 		json_object_set_new(h, "disks", disks_json(e));
-	if (h && e->taps) {
+	if (h) {
 		const char *names[VIRTIO_NET_MAX];
-		unsigned n = e->taps(e->virtio, names, VIRTIO_NET_MAX);
+		unsigned n = vm_virtio_taps(e->virtio, names, VIRTIO_NET_MAX);
 		json_t *a = json_array();
 
 		for (unsigned i = 0; a && i < n; i++)
@@ -241,15 +242,15 @@ static int final_round(struct sender *s, struct mig_result *res)
 	 * paused and its disks drained, so the devices write no more).
 	 */
 	if (s->vmm) {
-		e->track_writes(e->virtio, NULL);
+		vm_virtio_track(e->virtio, NULL);
 		for (uint64_t w = 0; w < (s->npages + 63) / 64; w++)
 			s->bitmap[w] |= __atomic_load_n(&s->vmm[w], __ATOMIC_RELAXED);
 	}
 	if (!rc)
 		rc = send_dirty(s);
 	/* The disks' images and the taps go to the destination: synced, unlocked, detached. */
-	if (!rc && e->devices_handover) {
-		rc = e->devices_handover(e->virtio, true, s->err);
+	if (!rc) {
+		rc = vm_virtio_devices_handover(e->virtio, true, s->err);
 		s->released = true; /* also in part: taking back what is still held is a no-op */
 	}
 	if (!rc && len > SNAP_MAX_STATE_SIZE)
@@ -306,13 +307,13 @@ int vm_migrate(const struct vm_snapshot_env *e, const struct mig_request *rq, st
 	if (rc)
 		goto out;
 	logging = true;
-	if (e->virtio && e->track_writes) {
+	if (e->virtio) {
 		s.vmm = calloc((s.npages + 63) / 64, 8);
 		if (!s.vmm) {
 			rc = errbuf_set(err, -ENOMEM, "out of memory");
 			goto out;
 		}
-		e->track_writes(e->virtio, s.vmm);
+		vm_virtio_track(e->virtio, s.vmm);
 	}
 	vm_log("migrating to %s: %" PRIu64 " MiB, %u vCPUs", addr.text, e->mem->size >> 20,
 	       e->machine.nr_vcpus);
@@ -347,11 +348,11 @@ out:
 		mig_send_json(&c, MIG_ABORT, json_pack("{s:s}", "error", err->msg), &ignore);
 	mig_close(&c);
 	if (s.vmm)
-		e->track_writes(e->virtio, NULL);
+		vm_virtio_track(e->virtio, NULL);
 	if (logging)
 		kvmsys_dirty_log(e->vm_fd, e->mem, false, &ignore);
 	/* Not GO: the disks and taps are this VM's again (a destination that took one has exited or will). */
-	if (rc && !res->committed && s.released && e->devices_handover(e->virtio, false, &ignore))
+	if (rc && !res->committed && s.released && vm_virtio_devices_handover(e->virtio, false, &ignore))
 		vm_log("migration to %s: %s; the VM runs on without it", rq->to, ignore.msg);
 	if (rc && res->committed) {
 		vm_log("migration to %s: %s; GO was sent, so the guest may run there: this VM stays paused "

@@ -47,12 +47,8 @@ struct vm_snapshot_env {
 	const struct vm_parts *parts;
 	struct vm_machine machine;
 	bool verbose;
-	/* a live migration: the devices' own writes to guest RAM, the disks' images (vm_virtio.h) */
+	/* a live migration: the virtio devices (their own writes to guest RAM, their disks and taps) */
 	struct vm_virtio *virtio;
-	void (*track_writes)(struct vm_virtio *vv, uint64_t *bitmap);
-	int (*devices_handover)(struct vm_virtio *vv, bool release, struct errbuf *err);
-	unsigned (*disks_info)(const struct vm_virtio *vv, struct vm_disk_info *out, unsigned max);
-	unsigned (*taps)(const struct vm_virtio *vv, const char **names, unsigned max);
 };
 
 struct vm_snapshot_result {

@@ -154,10 +154,6 @@ static void fill_envs(struct vm *vm)
 			     .profile = cfg->prof.n ? cfg->prof.text : "",
 			     .profile_symbols = cfg->prof.n && cfg->symbols ? cfg->symbols : "" },
 		.virtio = vm->virtio,
-		.track_writes = vm_virtio_track,
-		.devices_handover = vm_virtio_devices_handover,
-		.disks_info = vm_virtio_disks_info,
-		.taps = vm_virtio_taps,
 	};
 	vm->api_env = (struct api_env){ &vm->ctl, &vm->snap, NULL, NULL, cfg->name };
 }
