@@ -20,12 +20,16 @@ dst() {
 	wait_for "$T/$1.err" 'waiting for a migration on' || bad "$1: the destination never listened"
 }
 
-# moved NAME SOCK PATTERN DST ADDR: the source (just started: $vmpid) at SOCK, once its output
-# NAME.out shows PATTERN, moved to a new destination DST waiting at ADDR ($spid, $swd: the source).
-moved() {
+# started NAME SOCK PATTERN: the source just started ($vmpid; now $spid, $swd) serves SOCK and its
+# output NAME.out shows PATTERN.
+started() {
 	spid=$vmpid; swd=$wdpid
 	wait_sock "$2" 20 || bad "no control socket"
 	wait_for "$T/$1.out" "$3" || bad "the guest never printed '$3'"
+}
+# moved NAME SOCK PATTERN DST ADDR: that source, moved to a new destination DST waiting at ADDR.
+moved() {
+	started "$1" "$2" "$3"
 	dst "$4" "$5"
 	"$PV" migrate "$2" --to "$5" --timeout 120s >>"$T/$cur.out" 2>>"$T/$cur.err" ||
 		bad "perfvisor migrate failed: $(tail -n 1 "$T/$cur.err")"
@@ -57,9 +61,7 @@ done_test
 cur=migrate-blk-fault; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm blk-c 300 run --kernel "$G/virtio-blk.elf" --disk path="$T/m.img" --cmdline "loop=3000" \
 	--api-socket "$T/c.sock" --timeout 280
-spid=$vmpid; swd=$wdpid
-wait_sock "$T/c.sock" 20 || bad "no control socket"
-wait_for "$T/blk-c.out" 'virtio-blk: looping' || bad "the guest never started its rounds"
+started blk-c "$T/c.sock" 'virtio-blk: looping'
 DENV=PERFVISOR_MIGRATE_FAULT=state dst blk-d "unix:$T/md"
 "$PV" migrate "$T/c.sock" --to "unix:$T/md" --timeout 120s >>"$T/$cur.out" 2>>"$T/$cur.err"
 [ $? -eq 1 ] || bad "perfvisor migrate did not fail"
@@ -75,9 +77,7 @@ done_test
 cur=migrate-blk-gone; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm blk-e 300 run --kernel "$G/virtio-blk.elf" --disk path="$T/m.img" --cmdline "loop=1500" \
 	--api-socket "$T/e.sock" --timeout 280
-spid=$vmpid; swd=$wdpid
-wait_sock "$T/e.sock" 20 || bad "no control socket"
-wait_for "$T/blk-e.out" 'virtio-blk: looping' || bad "the guest never started its rounds"
+started blk-e "$T/e.sock" 'virtio-blk: looping'
 mv "$T/m.img" "$T/moved.img"
 dst blk-f "unix:$T/mf"
 "$PV" migrate "$T/e.sock" --to "unix:$T/mf" --timeout 60s >>"$T/$cur.out" 2>>"$T/$cur.err"
