@@ -45,12 +45,14 @@ expect_err 'profile: the guest kernel runs at [-+][0-9]* MiB from its link addre
 grep -q '^linux guest: processes from its BTF; kernel stacks by its ORC tables$' "$T/p2/symbols.txt" ||
 	bad "the restored profile's report does not say where processes and stacks came from"
 # What is left of the workload after the restore is shorter, and how much depends on the host:
-# 300 samples at least, and the split the guest itself counted (its loops: the guest's scheduler
-# gave spinA 80% in one CI run, not the 75% nice 0 against 5 would, and the profile said 86%)
-# within 10 points.
+# 300 samples at least, and the split the guest itself counted (its loops, over the whole run)
+# within 15 points. The profile sees only the part after the restore, and on the nested test
+# host the two have differed by up to 10 points: loops 80% and samples 86% in one CI run,
+# loops 79% and samples 88% in another. 15 points still fail a profile that gives the samples to
+# the wrong process, or all of them to one.
 la=$(sed -n 's/^spin spinA: \([0-9]*\) loops.*/\1/p' "$T/$cur.out"); lb=$(sed -n 's/^spin spinB: \([0-9]*\) loops.*/\1/p' "$T/$cur.out")
 if [ -n "$la" ] && [ -n "$lb" ] && [ $((la + lb)) -gt 0 ]; then
-	[ -n "$pa" ] && spin_split "$T/p2" "$pa" "$pb" 300 10 $((la * 100 / (la + lb)))
+	[ -n "$pa" ] && spin_split "$T/p2" "$pa" "$pb" 300 15 $((la * 100 / (la + lb)))
 else
 	bad "the guest did not print its spin loops"
 fi
