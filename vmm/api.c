@@ -191,6 +191,7 @@ static json_t *api_migrate(const struct api_env *e, const struct api_request *r)
 {
 	struct mig_request rq = { .max_downtime_ns = r->max_downtime_ns,
 				  .timeout_ms = r->timeout_ms,
+				  .max_bandwidth = r->max_bandwidth,
 				  .stop_copy = r->stop_copy };
 	struct mig_result *res = calloc(1, sizeof(*res));
 	struct errbuf err;
@@ -216,11 +217,11 @@ static json_t *api_migrate(const struct api_env *e, const struct api_request *r)
 		reply = json_pack("{s:b, s:s, s:b, s:o}", "ok", 0, "error", err.msg, "committed",
 				  res->committed, "rounds", rounds);
 	else
-		reply = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:o}", "ok", 1, "to", rq.to,
+		reply = json_pack("{s:b, s:s, s:I, s:I, s:I, s:I, s:I, s:b, s:o}", "ok", 1, "to", rq.to,
 				  "downtime_ns", (json_int_t)res->downtime_ns, "total_ns",
 				  (json_int_t)res->total_ns, "bytes", (json_int_t)res->bytes, "memory_bytes",
 				  (json_int_t)res->mem_bytes, "state_bytes", (json_int_t)res->state_bytes,
-				  "rounds", rounds);
+				  "stop_copy", res->forced, "rounds", rounds);
 	free(res);
 	return reply ? reply : api_error("migrate: out of memory");
 }

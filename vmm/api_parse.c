@@ -5,6 +5,7 @@
  * Pure (jansson only), so it is unit-tested and fuzzed (fuzz/api.c); api.c
  * carries the commands out.
  */
+#include "migrate.h"
 #include "vmm.h"
 
 #include <jansson.h>
@@ -73,18 +74,21 @@ static json_t *parse_snapshot(json_t *req, struct api_request *r)
 	return NULL;
 }
 
-/* {"cmd":"migrate","to":"tcp:IP:PORT"|"unix:PATH"[,"max_downtime_ms":N][,"timeout_ms":N][,"stop_copy":B]} */
+/* {"cmd":"migrate","to":"tcp:IP:PORT"|"unix:PATH"[,"max_downtime_ms":N][,"timeout_ms":N]
+ *  [,"max_bandwidth":BYTES_PER_S][,"stop_copy":B]} */
 static json_t *parse_migrate(json_t *req, struct api_request *r)
 {
 	const char *to = NULL;
-	json_int_t downtime = 20, timeout = 60000;
+	json_int_t downtime = 20, timeout = 60000, bandwidth = 0;
 	int stop_copy = 0;
 	json_error_t jerr;
 
-	if (json_unpack_ex(req, &jerr, 0, "{s:s, s?:I, s?:I, s?:b}", "to", &to, "max_downtime_ms", &downtime,
-			   "timeout_ms", &timeout, "stop_copy", &stop_copy) < 0)
+	if (json_unpack_ex(req, &jerr, 0, "{s:s, s?:I, s?:I, s?:I, s?:b}", "to", &to, "max_downtime_ms",
+			   &downtime, "timeout_ms", &timeout, "max_bandwidth", &bandwidth, "stop_copy",
+			   &stop_copy) < 0)
 		return api_error_reply("migrate needs \"to\" (a string) and takes \"max_downtime_ms\", "
-				       "\"timeout_ms\" (numbers) and \"stop_copy\" (true/false): %s",
+				       "\"timeout_ms\", \"max_bandwidth\" (numbers) and \"stop_copy\" "
+				       "(true/false): %s",
 				       jerr.text);
 	if (strncmp(to, "tcp:", 4) && strncmp(to, "unix:", 5))
 		return api_error_reply("migrate: \"to\" is tcp:IP:PORT or unix:PATH (got '%.100s')", to);
@@ -96,7 +100,12 @@ static json_t *parse_migrate(json_t *req, struct api_request *r)
 	if (timeout < 1000 || timeout > 3600000)
 		return api_error_reply("migrate: \"timeout_ms\" must be 1000 to 3600000 (got %lld)",
 				       (long long)timeout);
+	if (bandwidth != 0 && bandwidth < (json_int_t)MIG_MIN_BANDWIDTH)
+		return api_error_reply("migrate: \"max_bandwidth\" is bytes per second, at least %llu (1 MiB/s), "
+				       "or 0 for no limit (got %lld)",
+				       (unsigned long long)MIG_MIN_BANDWIDTH, (long long)bandwidth);
 	snprintf(r->to, sizeof(r->to), "%s", to);
+	r->max_bandwidth = (uint64_t)bandwidth;
 	r->max_downtime_ns = (uint64_t)downtime * 1000000ULL;
 	r->timeout_ms = (uint64_t)timeout;
 	r->stop_copy = stop_copy;

@@ -27,6 +27,9 @@ static const char migrate_usage[] =
 	"                       or unix:PATH\n"
 	"  --max-downtime TIME  the pause the guest may see, e.g. 20ms or 1s (default 20ms; 1ms-60s)\n"
 	"  --timeout TIME       the whole migration at most, e.g. 60s (default 60s; 1s-3600s)\n"
+	"  --max-bandwidth RATE bytes per second the rounds may send while the guest runs, e.g. 100M\n"
+	"                       (K, M, G: binary; at least 1M; default: as fast as the connection\n"
+	"                       goes). The paused round is not limited.\n"
 	"  --stop-copy          when the rounds stop converging, pause and copy the rest anyway\n"
 	"                       (default: give up, and the VM runs on here)\n"
 	"  --json               print the VM's reply (rounds, downtime) as one JSON object\n"
@@ -84,7 +87,7 @@ static void print_rounds(const json_t *rounds)
 int mig_cmd_migrate(int argc, char **argv)
 {
 	const char *sock = NULL, *to = NULL;
-	uint64_t downtime_ms = 20, timeout_ms = 60000;
+	uint64_t downtime_ms = 20, timeout_ms = 60000, bandwidth = 0;
 	bool stop_copy = false, as_json = false;
 	char addr[300], reply[65536];
 	struct errbuf err;
@@ -108,6 +111,15 @@ int mig_cmd_migrate(int argc, char **argv)
 			if (parse_time(argv[++i], 1000, 1000, 3600000, &timeout_ms)) {
 				fprintf(stderr,
 					"perfvisor migrate: --timeout '%s': a time of 1s to 3600s (e.g. 60s)\n",
+					argv[i]);
+				return PV_EXIT_USAGE;
+			}
+		} else if (!strcmp(argv[i], "--max-bandwidth") && i + 1 < argc) {
+			if (util_parse_size(argv[++i], &bandwidth) || bandwidth < MIG_MIN_BANDWIDTH ||
+			    bandwidth > (uint64_t)INT64_MAX) {
+				fprintf(stderr,
+					"perfvisor migrate: --max-bandwidth '%s': bytes per second, at least 1M "
+					"(e.g. 100M)\n",
 					argv[i]);
 				return PV_EXIT_USAGE;
 			}
@@ -137,9 +149,10 @@ int mig_cmd_migrate(int argc, char **argv)
 	}
 	/* The VM's own bound is --timeout; its reply comes a little after. */
 	rc = cmd_api_call("migrate", sock,
-			  json_pack("{s:s, s:s, s:I, s:I, s:b}", "cmd", "migrate", "to", addr,
+			  json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "cmd", "migrate", "to", addr,
 				    "max_downtime_ms", (json_int_t)downtime_ms, "timeout_ms",
-				    (json_int_t)timeout_ms, "stop_copy", stop_copy),
+				    (json_int_t)timeout_ms, "max_bandwidth", (json_int_t)bandwidth, "stop_copy",
+				    stop_copy),
 			  (int)timeout_ms + 30000, reply, sizeof(reply), &rep);
 	if (rc == PV_EXIT_USAGE)
 		return rc;
@@ -147,6 +160,9 @@ int mig_cmd_migrate(int argc, char **argv)
 		printf("%s\n", reply);
 	else if (rep)
 		print_rounds(json_object_get(rep, "rounds"));
+	if (!as_json && json_is_true(json_object_get(rep, "stop_copy")))
+		printf("perfvisor migrate: the rounds did not converge: the guest was paused anyway "
+		       "(--stop-copy)\n");
 	if (rc) {
 		cmd_api_error("migrate", rep, reply);
 		json_decref(rep);

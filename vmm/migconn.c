@@ -243,9 +243,42 @@ void mig_close(struct mig_conn *c)
 	c->fd = -1;
 }
 
-/* Write all of iov, waiting (bounded) when the socket is full. */
+void mig_conn_limit(struct mig_conn *c, uint64_t bps)
+{
+	c->max_bps = bps;
+	c->rate_t0_ns = util_now_ns();
+	c->rate_b0 = c->tx_bytes;
+}
+
+/* Under a limit: wait (bounded) until what was sent is due at the limit's rate. */
+static int keep_to_limit(struct mig_conn *c, struct errbuf *err)
+{
+	for (;;) {
+		uint64_t due = c->rate_t0_ns + (c->tx_bytes - c->rate_b0) * 1000000000ULL / c->max_bps,
+			 now = util_now_ns();
+		int ms;
+
+		if (now + 1000000 > due)
+			return 0; /* less than a millisecond ahead */
+		ms = left_ms(c);
+		if (!ms)
+			return errbuf_set(err, -ETIMEDOUT, "sending to %s: timed out (--max-bandwidth %" PRIu64
+					  " bytes/s)", c->peer, c->max_bps);
+		if ((uint64_t)ms > (due - now) / 1000000)
+			ms = (int)((due - now) / 1000000);
+		poll(NULL, 0, ms);
+	}
+}
+
+/* Write all of iov, waiting (bounded) when the socket is full or a limit says so. */
 static int send_all(struct mig_conn *c, struct iovec *iov, int n, struct errbuf *err)
 {
+	if (c->max_bps) {
+		int rc = keep_to_limit(c, err);
+
+		if (rc)
+			return rc;
+	}
 	while (n > 0) {
 		struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
 		ssize_t w = sendmsg(c->fd, &m, MSG_NOSIGNAL);

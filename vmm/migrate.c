@@ -203,8 +203,13 @@ static int precopy(struct sender *s, const struct mig_request *rq, struct mig_re
 			stalled++;
 		}
 		if (i + 1 == MIG_MAX_ROUNDS || stalled == 5 || util_now_ns() + left_ns > s->c->deadline_ns) {
-			if (rq->stop_copy)
+			if (rq->stop_copy) {
+				res->forced = true;
+				vm_log("migration: the rounds do not converge (%" PRIu64 " pages dirtied in the "
+				       "last, about %.1f ms to send): pausing anyway (--stop-copy)",
+				       r->dirty, (double)left_ns / 1e6);
 				return 0;
+			}
 			return errbuf_set(
 				s->err, -ETIMEDOUT,
 				"the migration does not converge: after %u rounds the guest still dirties %" PRIu64
@@ -317,7 +322,10 @@ int vm_migrate(const struct vm_snapshot_env *e, const struct mig_request *rq, st
 	}
 	vm_log("migrating to %s: %" PRIu64 " MiB, %u vCPUs", addr.text, e->mem->size >> 20,
 	       e->machine.nr_vcpus);
+	/* The rounds while the guest runs keep to --max-bandwidth; the paused one goes at full speed. */
+	mig_conn_limit(&c, rq->max_bandwidth);
 	rc = precopy(&s, rq, res);
+	mig_conn_limit(&c, 0);
 	if (rc)
 		goto out;
 	vmctl_pause(e->ctl);

@@ -24,6 +24,7 @@
 #define MIG_DEFAULT_INCOMING_TIMEOUT_MS 600000ULL /* a destination waits this long for its source */
 #define MIG_REPLY_TIMEOUT_MS 30000 /* the destination's answer to HELLO, STATE (its build) and GO */
 #define MIG_MAX_ROUNDS 30	   /* memory rounds while the guest runs */
+#define MIG_MIN_BANDWIDTH (1ULL << 20) /* --max-bandwidth at least 1 MiB/s */
 
 /* tcp:IPv4:PORT, tcp:[IPv6]:PORT or unix:PATH, numeric (no name lookup: see mig_addr_resolve). */
 struct mig_addr {
@@ -47,7 +48,12 @@ struct mig_conn {
 	uint64_t tx_bytes, rx_bytes;
 	uint64_t deadline_ns; /* no wait goes past it (util_now_ns) */
 	const char *peer;     /* for messages */
+	/* Bytes per second the sender keeps to (0: as fast as the connection goes), from rate_t0_ns
+	 * and rate_b0 (tx_bytes then) on: mig_send waits when it is ahead. */
+	uint64_t max_bps, rate_t0_ns, rate_b0;
 };
+/* Keep to bps bytes per second from now on (0: no limit). */
+void mig_conn_limit(struct mig_conn *c, uint64_t bps);
 /* Connect (source) within the deadline. 0 or -errno with a message. */
 int mig_connect(struct mig_conn *c, const struct mig_addr *a, struct errbuf *err);
 /* Listen, accept one connection within the deadline, close the listener (destination). */
@@ -84,6 +90,7 @@ struct mig_request {
 	char to[300];		  /* a numeric address (mig_addr_parse) */
 	uint64_t max_downtime_ns; /* the pause the final round may take, estimated from the rate */
 	uint64_t timeout_ms;	  /* the whole migration */
+	uint64_t max_bandwidth;	  /* bytes per second while the guest runs (0: no limit) */
 	bool stop_copy;		  /* not converging: pause and copy the rest anyway (else give up) */
 };
 
@@ -97,6 +104,7 @@ struct mig_result {
 	struct mig_round round[MIG_MAX_ROUNDS + 1];
 	uint64_t total_ns, downtime_ns, bytes, state_bytes, mem_bytes;
 	bool committed; /* GO was sent: the source never runs the guest again */
+	bool forced;	/* the rounds did not converge and --stop-copy paused anyway */
 };
 
 struct vm_snapshot_env;

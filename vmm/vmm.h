@@ -158,7 +158,7 @@ struct api_request {
 	unsigned top;	 /* API_PROFILE: rows (default 10, 1-100) */
 	/* API_MIGRATE: where (a numeric tcp: or unix: address), the pause allowed, the time allowed */
 	char to[300];
-	uint64_t max_downtime_ns, timeout_ms;
+	uint64_t max_downtime_ns, timeout_ms, max_bandwidth; /* max_bandwidth: bytes/s, 0 none */
 	bool stop_copy;
 };
 

@@ -126,6 +126,7 @@ Test(api_parse, migrate_defaults)
 	cr_assert_eq(req.max_downtime_ns, 20000000ULL, "20 ms by default");
 	cr_assert_eq(req.timeout_ms, 60000, "a minute by default");
 	cr_assert(!req.stop_copy, "giving up is the default");
+	cr_assert_eq(req.max_bandwidth, 0, "no bandwidth limit by default");
 }
 
 Test(api_parse, migrate_arguments)
@@ -134,9 +135,10 @@ Test(api_parse, migrate_arguments)
 
 	cr_assert_null(
 		api_parse_request("{\"cmd\":\"migrate\",\"to\":\"unix:/run/pv.sock\",\"max_downtime_ms\":1,"
-				  "\"timeout_ms\":1000,\"stop_copy\":true}",
+				  "\"timeout_ms\":1000,\"max_bandwidth\":1048576,\"stop_copy\":true}",
 				  &req));
 	cr_assert_eq(req.cmd, API_MIGRATE);
+	cr_assert_eq(req.max_bandwidth, 1048576, "1 MiB/s, the least limit");
 	cr_assert_str_eq(req.to, "unix:/run/pv.sock");
 	cr_assert_eq(req.max_downtime_ns, 1000000ULL);
 	cr_assert_eq(req.timeout_ms, 1000);
@@ -149,6 +151,7 @@ Test(api_parse, migrate_arguments)
 	cr_assert_eq(req.max_downtime_ns, 60000ULL * 1000000ULL);
 	cr_assert_eq(req.timeout_ms, 3600000);
 	cr_assert(!req.stop_copy);
+	cr_assert_eq(req.max_bandwidth, 0, "a request's limit does not stay for the next");
 	/* "to" at its longest: 299 bytes. */
 	snprintf(line, sizeof(line), "{\"cmd\":\"migrate\",\"to\":\"unix:/%0293d\"}", 0);
 	cr_assert_null(api_parse_request(line, &req), "%s", line);
@@ -179,14 +182,22 @@ Test(api_parse, migrate_refusals)
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_downtime_ms\":-20}",
 		     "\"max_downtime_ms\" must be 1 to 60000 (got -20)");
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_downtime_ms\":\"20\"}",
-		     "\"max_downtime_ms\", \"timeout_ms\" (numbers)");
+		     "\"max_downtime_ms\", \"timeout_ms\", \"max_bandwidth\" (numbers)");
 	/* timeout_ms: 1000 to 3600000. */
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":999}",
 		     "migrate: \"timeout_ms\" must be 1000 to 3600000 (got 999)");
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":3600001}",
 		     "\"timeout_ms\" must be 1000 to 3600000 (got 3600001)");
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":1.5e3}",
-		     "\"timeout_ms\" (numbers)");
+		     "\"timeout_ms\", \"max_bandwidth\" (numbers)");
+	/* max_bandwidth: 0 (none) or at least 1 MiB/s. */
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":1048575}",
+		     "migrate: \"max_bandwidth\" is bytes per second, at least 1048576 (1 MiB/s), or 0 for no "
+		     "limit (got 1048575)");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":-1}",
+		     "\"max_bandwidth\" is bytes per second");
+	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":\"10M\"}",
+		     "\"max_bandwidth\" (numbers)");
 	/* stop_copy: true or false. */
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"stop_copy\":\"yes\"}",
 		     "\"stop_copy\" (true/false): Expected true or false, got string");

@@ -3,13 +3,13 @@
 # Live migration's faults lose nothing (docs/migration.md). The destination dies (the
 # PERFVISOR_MIGRATE_FAULT hook) after HELLO, in the memory, with all of the state, and after GO; the
 # source is killed in the middle; the destination offers fewer vCPUs or less memory; a stream
-# that is not perfvisor's; a guest that dirties memory faster than the rounds converge, given up
-# and then forced with --stop-copy; a paused VM; and usage errors. Each time
+# that is not perfvisor's; a guest that dirties memory faster than the rounds (held to
+# --max-bandwidth) converge, given up and then forced with --stop-copy; a paused VM; and usage errors. Each time
 # the side that keeps the guest runs it to its end with every count exact.
 # cases: migrate-fault-hello migrate-fault-memory migrate-fault-state migrate-fault-go
 # cases: migrate-source-killed migrate-fewer-cpus migrate-less-memory migrate-not-a-stream
 # cases: migrate-no-converge migrate-stop-copy migrate-paused
-# cases: migrate-usage migrate-bad-to migrate-bad-downtime incoming-bad-addr incoming-and-kernel
+# cases: migrate-usage migrate-bad-to migrate-bad-downtime migrate-bad-bandwidth incoming-bad-addr incoming-and-kernel
 # cases: incoming-timeout-alone incoming-timeout incoming-signal incoming-stale-socket
 . "$(dirname "$0")/../lib.sh"
 
@@ -80,7 +80,8 @@ done_test
 cur=migrate-source-killed; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 src s-k "phases=60 dirty=8"
 dst d-k "unix:$T/m-k"
-"$PV" migrate "$T/s-k.sock" --to "unix:$T/m-k" --max-downtime 1ms --timeout 120s >/dev/null 2>&1 &
+# 32 MiB/s at most: the first round alone takes a second, on any host.
+"$PV" migrate "$T/s-k.sock" --to "unix:$T/m-k" --max-downtime 1ms --max-bandwidth 32M --timeout 120s >/dev/null 2>&1 &
 mpid=$!
 wait_for "$T/d-k.err" 'incoming migration: 2 vCPUs' || bad "the destination never got HELLO"
 kill -KILL "$spid"; wait "$spid" 2>/dev/null; kill "$swd" 2>/dev/null
@@ -129,7 +130,9 @@ done_test
 cur=migrate-no-converge; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 src s-d "phases=150 dirty=8"
 dst d-d "unix:$T/m-d"
-migrate "$T/s-d.sock" "unix:$T/m-d" --max-downtime 1ms
+# At 32 MiB/s, 1 ms sends 8 pages, and the guest dirties far more than that between rounds on
+# any host (on kvm_pvm, unlimited, the rounds outran it and converged).
+migrate "$T/s-d.sock" "unix:$T/m-d" --max-downtime 1ms --max-bandwidth 32M
 [ "$mst" -eq 1 ] || bad "perfvisor migrate exited $mst, not 1"
 expect_err 'does not converge'; expect_err 'runs on here'
 end_dst; [ "$dst_st" -eq 125 ] || bad "the destination exited $dst_st, not 125"
@@ -139,8 +142,9 @@ done_test
 # The same VM, still running: --stop-copy pauses and copies the rest anyway.
 cur=migrate-stop-copy; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 dst d-s "unix:$T/m-s"
-migrate "$T/s-d.sock" "unix:$T/m-s" --max-downtime 1ms --stop-copy
+migrate "$T/s-d.sock" "unix:$T/m-s" --max-downtime 1ms --max-bandwidth 32M --stop-copy
 [ "$mst" -eq 0 ] || bad "perfvisor migrate --stop-copy exited $mst: $(tail -n 1 "$T/$cur.err")"
+expect_out 'the rounds did not converge: the guest was paused anyway (--stop-copy)'
 echo "  (migrate-stop-copy: $(grep -c '^round' "$T/$cur.out") rounds; $(tail -n 1 "$T/$cur.out" | sed 's/^perfvisor migrate: //'))"
 vmpid=$spid; wdpid=$swd; stop_vm; [ "$st" -eq 0 ] || bad "the source exited $st"
 end_dst; [ "$dst_st" -eq 0 ] || bad "the destination exited $dst_st"
@@ -165,6 +169,8 @@ run migrate-bad-to 10 "$PV" migrate "$T/nosock" --to ftp:x
 expect_status 2; expect_err 'an address is tcp:HOST:PORT or unix:PATH'; done_test
 run migrate-bad-downtime 10 "$PV" migrate "$T/nosock" --to unix:/x --max-downtime 0ms
 expect_status 2; expect_err "max-downtime '0ms'"; done_test
+run migrate-bad-bandwidth 10 "$PV" migrate "$T/nosock" --to unix:/x --max-bandwidth 512K
+expect_status 2; expect_err "max-bandwidth '512K': bytes per second, at least 1M"; done_test
 run incoming-bad-addr 10 "$PV" run --incoming tcp:localhost:99999
 expect_status 2; expect_err 'the port must be 0 to 65535'; done_test
 run incoming-and-kernel 10 "$PV" run --incoming unix:/x --kernel "$SNAP"
