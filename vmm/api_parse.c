@@ -101,9 +101,10 @@ static json_t *parse_migrate(json_t *req, struct api_request *r)
 		return api_error_reply("migrate: \"timeout_ms\" must be 1000 to 3600000 (got %lld)",
 				       (long long)timeout);
 	if (bandwidth != 0 && bandwidth < (json_int_t)MIG_MIN_BANDWIDTH)
-		return api_error_reply("migrate: \"max_bandwidth\" is bytes per second, at least %llu (1 MiB/s), "
-				       "or 0 for no limit (got %lld)",
-				       (unsigned long long)MIG_MIN_BANDWIDTH, (long long)bandwidth);
+		return api_error_reply(
+			"migrate: \"max_bandwidth\" is bytes per second, at least %llu (1 MiB/s), "
+			"or 0 for no limit (got %lld)",
+			(unsigned long long)MIG_MIN_BANDWIDTH, (long long)bandwidth);
 	snprintf(r->to, sizeof(r->to), "%s", to);
 	r->max_bandwidth = (uint64_t)bandwidth;
 	r->max_downtime_ns = (uint64_t)downtime * 1000000ULL;

@@ -193,6 +193,17 @@ static int refuse(struct mig_incoming *in, int rc, struct errbuf *err)
 	return rc;
 }
 
+/* The VM made on HELLO and its RAM, given up (what vm_create took is gone from here already). */
+static void drop_vm(struct mig_incoming *in)
+{
+	if (in->vm_fd >= 0)
+		close(in->vm_fd);
+	in->vm_fd = -1;
+	kvmsys_close(&in->kvm);
+	gmem_fini(&in->mem);
+	in->mem = (struct gmem){ .fd = -1, .src_fd = -1 };
+}
+
 int mig_incoming_receive(struct vm_config *cfg, unsigned limit_cpus, uint64_t limit_mem,
 			 struct mig_incoming *in, struct errbuf *err)
 {
@@ -207,7 +218,7 @@ int mig_incoming_receive(struct vm_config *cfg, unsigned limit_cpus, uint64_t li
 	int rc;
 
 	memset(in, 0, sizeof(*in));
-	in->conn.fd = -1;
+	in->conn.fd = in->vm_fd = in->kvm.fd = -1;
 	in->mem = (struct gmem){ .fd = -1, .src_fd = -1 };
 	rc = mig_addr_parse(cfg->incoming, &addr, err);
 	if (rc)
@@ -240,8 +251,14 @@ int mig_incoming_receive(struct vm_config *cfg, unsigned limit_cpus, uint64_t li
 		return refuse(in, -EOPNOTSUPP, err);
 	}
 	rc = gmem_init(&in->mem, cfg->mem_size, err);
-	if (rc)
+	if (!rc)
+		rc = kvmsys_open(&in->kvm, err);
+	if (!rc)
+		rc = kvmsys_create_vm(&in->kvm, &in->mem, cfg->nr_cpus, &in->vm_fd, err);
+	if (rc) {
+		drop_vm(in);
 		return refuse(in, rc, err);
+	}
 	mig_rx_set_memory(&rx, in->mem.hva, in->mem.size);
 	rc = mig_send_json(&in->conn, MIG_ACCEPT, json_pack("{s:b}", "ok", 1), err);
 	/* Memory until the state: a stalled source is bounded by the source's own timeout and ours. */
@@ -269,8 +286,7 @@ int mig_incoming_receive(struct vm_config *cfg, unsigned limit_cpus, uint64_t li
 		p = NULL;
 	}
 	if (rc) {
-		gmem_fini(&in->mem);
-		in->mem = (struct gmem){ .fd = -1, .src_fd = -1 };
+		drop_vm(in);
 		if (rc != -ECANCELED)
 			refuse(in, rc, err);
 		return rc;
@@ -333,7 +349,7 @@ void mig_incoming_running(struct mig_incoming *in, bool verbose)
 void mig_incoming_fini(struct mig_incoming *in)
 {
 	mig_close(&in->conn);
-	gmem_fini(&in->mem);
+	drop_vm(in);
 	free(in->state);
 	in->state = NULL;
 }

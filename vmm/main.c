@@ -35,7 +35,9 @@ static const char main_usage[] =
 static int cmd_run(int argc, char **argv)
 {
 	struct vm_config cfg;
-	struct mig_incoming incoming = { .conn.fd = -1, .mem = { .fd = -1, .src_fd = -1 } };
+	struct mig_incoming incoming = {
+		.conn.fd = -1, .mem = { .fd = -1, .src_fd = -1 }, .kvm.fd = -1, .vm_fd = -1
+	};
 	struct errbuf err = { "" };
 	struct vm *vm;
 	sigset_t sigs;

@@ -151,8 +151,8 @@ int mig_cmd_migrate(int argc, char **argv)
 	rc = cmd_api_call("migrate", sock,
 			  json_pack("{s:s, s:s, s:I, s:I, s:I, s:b}", "cmd", "migrate", "to", addr,
 				    "max_downtime_ms", (json_int_t)downtime_ms, "timeout_ms",
-				    (json_int_t)timeout_ms, "max_bandwidth", (json_int_t)bandwidth, "stop_copy",
-				    stop_copy),
+				    (json_int_t)timeout_ms, "max_bandwidth", (json_int_t)bandwidth,
+				    "stop_copy", stop_copy),
 			  (int)timeout_ms + 30000, reply, sizeof(reply), &rep);
 	if (rc == PV_EXIT_USAGE)
 		return rc;

@@ -262,8 +262,9 @@ static int keep_to_limit(struct mig_conn *c, struct errbuf *err)
 			return 0; /* less than a millisecond ahead */
 		ms = left_ms(c);
 		if (!ms)
-			return errbuf_set(err, -ETIMEDOUT, "sending to %s: timed out (--max-bandwidth %" PRIu64
-					  " bytes/s)", c->peer, c->max_bps);
+			return errbuf_set(err, -ETIMEDOUT,
+					  "sending to %s: timed out (--max-bandwidth %" PRIu64 " bytes/s)",
+					  c->peer, c->max_bps);
 		if ((uint64_t)ms > (due - now) / 1000000)
 			ms = (int)((due - now) / 1000000);
 		poll(NULL, 0, ms);

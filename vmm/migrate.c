@@ -205,7 +205,8 @@ static int precopy(struct sender *s, const struct mig_request *rq, struct mig_re
 		if (i + 1 == MIG_MAX_ROUNDS || stalled == 5 || util_now_ns() + left_ns > s->c->deadline_ns) {
 			if (rq->stop_copy) {
 				res->forced = true;
-				vm_log("migration: the rounds do not converge (%" PRIu64 " pages dirtied in the "
+				vm_log("migration: the rounds do not converge (%" PRIu64
+				       " pages dirtied in the "
 				       "last, about %.1f ms to send): pausing anyway (--stop-copy)",
 				       r->dirty, (double)left_ns / 1e6);
 				return 0;

@@ -209,7 +209,16 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 
 	/* create (a restore first reads and checks the whole snapshot: it sets the machine) */
 	host_detect("", &vm->host);
-	rc = kvmsys_open(&vm->kvm, err);
+	if (cfg->incoming_vm && cfg->incoming_vm->vm_fd >= 0) {
+		/* A migration's destination made the VM as the memory came (incoming.c). */
+		vm->kvm = cfg->incoming_vm->kvm;
+		vm->fd = cfg->incoming_vm->vm_fd;
+		cfg->incoming_vm->kvm = (struct kvm_sys){ .fd = -1 };
+		cfg->incoming_vm->vm_fd = -1;
+		rc = 0;
+	} else {
+		rc = kvmsys_open(&vm->kvm, err);
+	}
 	if (!rc && restore) {
 		rc = vm_restore_load(&vm->restore, &vm->cfg, err);
 		if (!rc && (vm->cfg.cpuid_add & ~kvmsys_cpuid_add(&vm->kvm)))
@@ -227,7 +236,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 	if (!rc)
 		rc = restore ? vm_restore_memory(&vm->restore, &vm->cfg, &vm->mem, err)
 			     : gmem_init(&vm->mem, cfg->mem_size, err);
-	if (!rc)
+	if (!rc && vm->fd < 0)
 		rc = kvmsys_create_vm(&vm->kvm, &vm->mem, vm->nr_vcpus, &vm->fd, err);
 	if (!rc)
 		rc = console_init(&vm->console, cfg->console, cfg->console_path, err);

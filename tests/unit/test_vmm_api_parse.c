@@ -191,9 +191,10 @@ Test(api_parse, migrate_refusals)
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"timeout_ms\":1.5e3}",
 		     "\"timeout_ms\", \"max_bandwidth\" (numbers)");
 	/* max_bandwidth: 0 (none) or at least 1 MiB/s. */
-	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":1048575}",
-		     "migrate: \"max_bandwidth\" is bytes per second, at least 1048576 (1 MiB/s), or 0 for no "
-		     "limit (got 1048575)");
+	expect_error(
+		"{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":1048575}",
+		"migrate: \"max_bandwidth\" is bytes per second, at least 1048576 (1 MiB/s), or 0 for no "
+		"limit (got 1048575)");
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":-1}",
 		     "\"max_bandwidth\" is bytes per second");
 	expect_error("{\"cmd\":\"migrate\",\"to\":\"unix:/s\",\"max_bandwidth\":\"10M\"}",
