@@ -150,6 +150,9 @@ $(BUILD)/tests/apiclients: tests/integration/apiclients.c | $(DEPS_STAMP)
 $(BUILD)/tests/mktap: tests/integration/mktap.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $<
+$(BUILD)/tests/kvmcpuid: tests/integration/kvmcpuid.c | $(DEPS_STAMP)
+	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
+	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $<
 $(BUILD)/tests/fdtset: tests/integration/fdtset.c | $(DEPS_STAMP)
 	$(Q)mkdir -p $(dir $@) && echo "  CC      $@"
 	$(Q)$(CC) -std=gnu11 -O2 $(WARN) -o $@ $< -lfdt -lxxhash
@@ -186,7 +189,7 @@ abi-compat: $(ABI_COMPAT)
 	$(Q)for t in $(ABI_COMPAT); do out=$$(timeout 120 $$t 2>&1) || { echo "FAIL $$t"; echo "$$out" | tail -n 20; exit 1; }; \
 		echo "ok   $$t: $$(echo "$$out" | grep -a Synthesis | tail -n 1)"; done
 
-INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(BUILD)/tests/mktap $(BUILD)/tests/apiclients $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
+INTEGRATION_DEPS := host asan guests $(BUILD)/tests/jsoncheck $(BUILD)/tests/statsread $(BUILD)/tests/fdtset $(BUILD)/tests/mktap $(BUILD)/tests/kvmcpuid $(BUILD)/tests/apiclients $(patsubst %,$(BUILD)/stats-check-%,$(STATS_ABI_VERSIONS))
 # T=NAMES (sections, tests or cases, separated by commas or spaces) runs only
 # those integration tests; USERLAND=busybox|gnu only that test-host pass
 # (docs/testing.md "Running one test or one section").
