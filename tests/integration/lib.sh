@@ -243,6 +243,19 @@ wait_for() {
 	i=0; while ! grep -q -- "$2" "$1" 2>/dev/null && [ $i -lt 2000 ]; do sleep 0.1; i=$((i + 1)); done
 	grep -q -- "$2" "$1"
 }
+# stat_until PID FILE CHECK...: perfvisor stat --once --json of the VM into FILE until jsoncheck
+# passes every CHECK (path=value), up to 5 s: the VM record is refreshed every 100 ms
+# (docs/stats-abi.md), so what the guest just did may not be there at once.
+stat_until() {
+	su_pid=$1; su_file=$2; shift 2
+	i=0
+	while [ $i -lt 50 ]; do
+		"$PV" stat "$su_pid" --once --json >"$su_file" 2>>"$T/$cur.err" || return 1
+		"$JC" "$@" <"$su_file" >/dev/null 2>&1 && return 0
+		sleep 0.1; i=$((i + 1))
+	done
+	"$JC" "$@" <"$su_file" 2>>"$T/$cur.err" >/dev/null
+}
 # wait_out PATTERN: up to 200 s for the running test's stdout to show PATTERN.
 wait_out() {
 	i=0; while ! grep -q -- "$1" "$T/$cur.out" && [ $i -lt 2000 ]; do sleep 0.1; i=$((i + 1)); done

@@ -17,8 +17,7 @@ start_vm net-a 300 run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:
 wait_sock "$T/n.sock" 20 || bad "no control socket"
 wait_for "$T/net-a.out" 'virtio-net: waiting' || bad "the guest never waited"
 grep -q 'PASS: first: ICMP echo 3 answered' "$T/net-a.out" || bad "the first exchange failed: $(grep FAIL "$T/net-a.out")"
-"$PV" stat "$vmpid" --once --json >"$T/stat.json" 2>>"$T/$cur.err" || bad "perfvisor stat failed"
-"$JC" vm/virtio.net0.tx_packets=4 vm/virtio.net0.tx_errors=0 vm/virtio.net0.rx_dropped=0 <"$T/stat.json" 2>>"$T/$cur.err" ||
+stat_until "$vmpid" "$T/stat.json" vm/virtio.net0.tx_packets=4 vm/virtio.net0.tx_errors=0 vm/virtio.net0.rx_dropped=0 ||
 	bad "statistics: $(grep -o '"virtio[^,]*' "$T/stat.json" | tr '\n' ' ')"
 # Each queue's notifications and interrupts (the guest is idle, waiting): the device's are their sums.
 rn=$("$JC" vm/virtio.net0.rx_notifications <"$T/stat.json"); tn=$("$JC" vm/virtio.net0.tx_notifications <"$T/stat.json")

@@ -12,8 +12,7 @@ cur=snap-virtio-rng; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
 start_vm rng-a 300 run --kernel "$G/virtio-rng.elf" --rng --cmdline "pause_ms=6000" --api-socket "$T/r.sock" --timeout 280
 wait_sock "$T/r.sock" 20 || bad "no control socket"
 wait_for "$T/rng-a.out" 'virtio-rng: waiting' || bad "the guest never waited"
-"$PV" stat "$vmpid" --once --json >"$T/stat.json" 2>>"$T/$cur.err" || bad "perfvisor stat failed"
-"$JC" vm/virtio.rng.requests=3 vm/virtio.rng.dropped=0 <"$T/stat.json" 2>>"$T/$cur.err" ||
+stat_until "$vmpid" "$T/stat.json" vm/virtio.rng.requests=3 vm/virtio.rng.dropped=0 ||
 	bad "statistics: $(grep -o '"virtio[^,]*' "$T/stat.json" | tr '\n' ' ')"
 "$PV" stats-check "$vmpid" >"$T/check.out" 2>&1 || bad "stats-check: $(tail -n 3 "$T/check.out")"
 snapshot "$T/r.sock" "$T/r.snap" stop
