@@ -535,11 +535,25 @@ static bool cpuid_same(const struct kvm_cpuid2 *now, struct snap_bytes saved, ch
 	return true;
 }
 
-static int set_msrs(int fd, const struct snap_bytes b, bool deadline_only, const char **failed, uint32_t *idx)
+/*
+ * A TSC written from outside within a second of what KVM expects (the
+ * value last written, 0 at the vCPU's creation, plus the time since) is
+ * taken as an attempt to line the vCPUs up, and KVM keeps its own value
+ * instead (kvm_synchronize_tsc; Linux before 6.7, the test host's 6.1): a
+ * snapshot taken in the guest's first second came back with its TSC
+ * restarted, behind what the guest had read. The boot vCPU's TSC is first
+ * written far off (2^50 cycles, days), so its saved value, a long way from
+ * that, is taken as given; the others, within a second of it, are then
+ * lined up with it, as on the source.
+ */
+#define TSC_FAR_OFF (1ULL << 50)
+
+static int set_msrs(int fd, const struct snap_bytes b, bool deadline_only, bool boot_vcpu,
+		    const char **failed, uint32_t *idx)
 {
 	const struct kvm_msr_entry *e = b.p;
 	unsigned n = b.len / sizeof(*e), k = 0;
-	struct kvm_msrs *m = calloc(1, sizeof(*m) + n * sizeof(*e));
+	struct kvm_msrs *m = calloc(1, sizeof(*m) + (n + 1) * sizeof(*e));
 	int rc = 0;
 
 	if (!m)
@@ -549,8 +563,13 @@ static int set_msrs(int fd, const struct snap_bytes b, bool deadline_only, const
 		for (unsigned i = 0; i < n; i++) {
 			bool first = e[i].index == MSR_IA32_TSC, dl = e[i].index == MSR_IA32_TSC_DEADLINE;
 
-			if (deadline_only ? dl && pass == 0 : !dl && (pass == 0) == first)
-				m->entries[k++] = e[i];
+			if (!(deadline_only ? dl && pass == 0 : !dl && (pass == 0) == first))
+				continue;
+			if (first && boot_vcpu) {
+				m->entries[k] = e[i];
+				m->entries[k++].data = e[i].data + TSC_FAR_OFF;
+			}
+			m->entries[k++] = e[i];
 		}
 	m->nmsrs = k;
 	if (k) {
@@ -596,11 +615,11 @@ static int restore_vcpu(struct vcpu *v, const struct snap_vcpu *sv, struct errbu
 	SET_IOCTL(v->fd, KVM_SET_XCRS, sv->xcrs.p);
 	SET_IOCTL(v->fd, KVM_SET_XSAVE, xsave);
 	if (!rc)
-		rc = set_msrs(v->fd, sv->msrs, false, &failed, &msr);
+		rc = set_msrs(v->fd, sv->msrs, false, v->index == 0, &failed, &msr);
 	SET_IOCTL(v->fd, KVM_SET_MP_STATE, &mp);
 	SET_IOCTL(v->fd, KVM_SET_LAPIC, sv->lapic.p);
 	if (!rc)
-		rc = set_msrs(v->fd, sv->msrs, true, &failed, &msr);
+		rc = set_msrs(v->fd, sv->msrs, true, false, &failed, &msr);
 	SET_IOCTL(v->fd, KVM_SET_VCPU_EVENTS, &events);
 	SET_IOCTL(v->fd, KVM_SET_DEBUGREGS, sv->debugregs.p);
 	free(xsave);

@@ -15,6 +15,8 @@
  * every 64 steps (or dirty_rate=P pages per ms), each write a value
  * that names the CPU, the page and how often it was written; at the end
  * every page must hold its last value (a migration copied what changed).
+ * On every CPU each TSC read must be at least the one before it (a
+ * snapshot or a migration continues the TSC; it never goes back).
  */
 #include "guest.h"
 
@@ -34,7 +36,8 @@ static struct pvpmu_info info;
 static struct cpu_state {
 	uint64_t x, steps;
 	uint32_t bad_io, bad_exits, bad_task, phases_done;
-	uint64_t io_total, last_task;
+	uint32_t tsc_back;	       /* times a TSC read was below the one before it on this CPU */
+	uint64_t io_total, last_task, last_tsc;
 	uint64_t dirty_written; /* dirty=: page writes so far; the next goes to page (this % dirty_pages) */
 } cpus[PV_MAX_CPUS];
 
@@ -75,7 +78,9 @@ static long lcg_until(void *arg)
 	uint64_t end = (uint64_t)(uintptr_t)arg, x = c->x, n = 0, t0 = rdtsc(), w0 = c->dirty_written;
 	uint64_t per_page = dirty_rate ? (tsc_khz() ? tsc_khz() : 2000000) / dirty_rate : 0;
 
-	while (rdtsc() < end) {
+	for (uint64_t now = t0; now < end; now = rdtsc()) {
+		c->tsc_back += now < c->last_tsc;
+		c->last_tsc = now;
 		for (int i = 0; i < 64; i++)
 			x = x * LCG_A + LCG_C;
 		n += 64;
@@ -125,6 +130,7 @@ static void phase(uint32_t cpu, uint32_t p)
 	struct cpu_state *c = &cpus[cpu];
 	uint64_t e0, i0, i1, e1, t;
 
+	c->tsc_back += rdtsc() < c->last_tsc;
 	work();
 	e0 = pvpmu_read(CTR_EXITS);
 	i0 = pvpmu_read(CTR_IO);
@@ -138,6 +144,8 @@ static void phase(uint32_t cpu, uint32_t p)
 	c->bad_task += t <= c->last_task; /* the work ran on this vCPU's thread: task-clock moved */
 	c->io_total += i1 - i0;
 	c->last_task = t;
+	c->tsc_back += rdtsc() < c->last_tsc;
+	c->last_tsc = rdtsc();
 	c->phases_done++;
 	printf("snap: cpu %u phase %u/%u: exits.io +%lu, exits +%lu, task-clock %lu us, lcg steps %lu\n", cpu,
 	       p, phases, i1 - i0, e1 - e0, t / 1000, c->steps);
@@ -199,6 +207,8 @@ static void check(uint32_t cpu)
 	report(c->bad_exits == 0, "cpu %u: all exits counted exactly (%u bad phases)", cpu, c->bad_exits);
 	report(c->bad_task == 0, "cpu %u: task-clock grew every phase (%u bad phases), %lu us", cpu,
 	       c->bad_task, c->last_task / 1000);
+	report(c->tsc_back == 0, "cpu %u: its TSC never went back (%u reads below the one before)", cpu,
+	       c->tsc_back);
 	if (dirty_pages) {
 		uint64_t bad = 0, full = c->dirty_written / dirty_pages,
 			 part = c->dirty_written % dirty_pages;
