@@ -16,7 +16,10 @@ wait_for "$T/mig-dst.err" 'waiting for a migration on' || bad "the destination n
 wait_for "$T/mig-src.out" 'cpu 1 phase 2/' || bad "CPU 1 never reached phase 2"
 vmfield() { "$PV" stat "$1" --once --json 2>/dev/null | "$JC" "vm/$2" 2>/dev/null; }
 e_src=$(vmfield $vmpid exits_total)
-"$PV" migrate "$T/s.sock" --to "unix:$T/mig.sock" --timeout 120s >>"$T/$cur.out" 2>>"$T/$cur.err" ||
+# --stop-copy: in the test host the link (13-15 MiB/s, the guest on the same CPU) carries about
+# the 4 pages/ms the guest dirties, so whether the rounds get within 20 ms there is luck (one run
+# gave up after 16 rounds at 177 pages); this test is about what arrives.
+"$PV" migrate "$T/s.sock" --to "unix:$T/mig.sock" --timeout 120s --stop-copy >>"$T/$cur.out" 2>>"$T/$cur.err" ||
 	bad "perfvisor migrate failed: $(tail -n 1 "$T/$cur.err")"
 stop_vm
 [ "$st" -eq 0 ] || bad "the source exited $st, not 0"
