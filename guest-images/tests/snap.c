@@ -36,7 +36,7 @@ static struct pvpmu_info info;
 static struct cpu_state {
 	uint64_t x, steps;
 	uint32_t bad_io, bad_exits, bad_task, phases_done;
-	uint32_t tsc_back;	       /* times a TSC read was below the one before it on this CPU */
+	uint32_t tsc_back; /* times a TSC read was below the one before it on this CPU */
 	uint64_t io_total, last_task, last_tsc;
 	uint64_t dirty_written; /* dirty=: page writes so far; the next goes to page (this % dirty_pages) */
 } cpus[PV_MAX_CPUS];
