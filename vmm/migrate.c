@@ -206,8 +206,8 @@ static int precopy(struct sender *s, const struct mig_request *rq, struct mig_re
 			if (rq->stop_copy) {
 				res->forced = true;
 				vm_log("migration: the rounds do not converge (%" PRIu64
-				       " pages dirtied in the "
-				       "last, about %.1f ms to send): pausing anyway (--stop-copy)",
+				       " pages dirtied in the last, about %.1f ms to send): pausing anyway "
+				       "(--stop-copy)",
 				       r->dirty, (double)left_ns / 1e6);
 				return 0;
 			}

@@ -70,6 +70,15 @@ static void dirty_one(uint32_t cpu, struct cpu_state *c)
 	c->dirty_written++;
 }
 
+/* The TSC now, counted in tsc_back if it is below this CPU's last read. */
+static uint64_t rdtsc_checked(struct cpu_state *c)
+{
+	uint64_t now = rdtsc();
+
+	c->tsc_back += now < c->last_tsc;
+	return now;
+}
+
 /* Ring 3: step this CPU's LCG until the TSC passes the deadline (and dirty its pages). */
 static long lcg_until(void *arg)
 {
@@ -130,7 +139,7 @@ static void phase(uint32_t cpu, uint32_t p)
 	struct cpu_state *c = &cpus[cpu];
 	uint64_t e0, i0, i1, e1, t;
 
-	c->tsc_back += rdtsc() < c->last_tsc;
+	(void)rdtsc_checked(c);
 	work();
 	e0 = pvpmu_read(CTR_EXITS);
 	i0 = pvpmu_read(CTR_IO);
@@ -144,8 +153,7 @@ static void phase(uint32_t cpu, uint32_t p)
 	c->bad_task += t <= c->last_task; /* the work ran on this vCPU's thread: task-clock moved */
 	c->io_total += i1 - i0;
 	c->last_task = t;
-	c->tsc_back += rdtsc() < c->last_tsc;
-	c->last_tsc = rdtsc();
+	c->last_tsc = rdtsc_checked(c);
 	c->phases_done++;
 	printf("snap: cpu %u phase %u/%u: exits.io +%lu, exits +%lu, task-clock %lu us, lcg steps %lu\n", cpu,
 	       p, phases, i1 - i0, e1 - e0, t / 1000, c->steps);
