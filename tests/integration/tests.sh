@@ -92,11 +92,21 @@ R=$(mktemp -d /tmp/pvresults.XXXXXX)
 pvt_results "$R"
 export PVT_RESULTS="$R"
 pvt_header
+# A rerun in a fresh test host after a stalled one (tests/testhost/run.sh):
+# PVT_CARRY holds the verdicts of the files the earlier attempts finished
+# (@@PVT_R lines). They count here as if run now, and those files are not
+# run again.
+if [ -n "${PVT_CARRY:-}" ] && [ -s "$PVT_CARRY" ]; then
+	for k in passed failed skips; do sed -n "s/^@@PVT_R $k //p" "$PVT_CARRY" >>"$R/$k"; done
+	carried=$(sed -n 's/^@@PVT_R done //p' "$PVT_CARRY")
+	files=$(echo "$files" | while read -r f; do echo "$carried" | grep -qxF "$f" || echo "$f"; done)
+	echo "integration: resuming: $(echo "$carried" | wc -l | tr -d ' ') test files finished in an earlier test host are not run again ($(wc -l <"$R/passed" | tr -d ' ') passed, $(wc -l <"$R/failed" | tr -d ' ') failed there$(sed 's/^/ /' "$R/failed" | tr -d '\n' | sed 's/^./: /'))"
+fi
 [ -n "$names" ] && echo "integration: only $(echo "$files" | sed 's|.*/||; s|\.sh$||' | tr '\n' ' ')($(echo "$files" | wc -l | tr -d ' ') of $(all_tests | wc -l | tr -d ' ') tests)"
 : >"$R/times"
 t0=$(date +%s)
 for f in $files; do
-	nf0=$(wc -l <"$R/failed")
+	np0=$(wc -l <"$R/passed") nf0=$(wc -l <"$R/failed") ns0=$(wc -l <"$R/skips")
 	s0=$(date +%s)
 	sh "$f" "$B"
 	rc=$?
@@ -106,6 +116,13 @@ for f in $files; do
 		t=$(basename "$f" .sh)
 		echo "FAIL $t (the test file $f exited $rc)"
 		echo "$t" >>"$R/failed"
+	fi
+	# In the test host (PVT_RECORD): this file's verdicts, for a rerun after a stall.
+	if [ -n "${PVT_RECORD:-}" ]; then
+		tail -n +$((np0 + 1)) "$R/passed" | sed 's/^/@@PVT_R passed /'
+		tail -n +$((nf0 + 1)) "$R/failed" | sed 's/^/@@PVT_R failed /'
+		tail -n +$((ns0 + 1)) "$R/skips" | sed 's/^/@@PVT_R skips /'
+		echo "@@PVT_R done $f"
 	fi
 done
 # Where the run's time went (CI must stay well under its 40 minutes): the slowest files.

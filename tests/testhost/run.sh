@@ -5,13 +5,16 @@
 # Boots Debian's kernel under QEMU TCG with emulated AMD SVM, loads kvm-amd
 # there, and runs COMMAND (busybox sh) in /work, a copy of the repo's build/
 # and tests/ trees. Prints what COMMAND prints and exits with its status.
+# A stalled VM (docs/testing.md) is stopped and the command run again, resuming
+# where tests/integration/tests.sh left off.
 # Usage: tests/testhost/run.sh 'COMMAND'   (env: BUILD, TESTHOST_TIMEOUT,
 # TESTHOST_MEM, TESTHOST_CPUS (default 1: with 2, both TCG vCPUs have been seen
 # to wedge in the kernel, and one is faster for these tests), TESTHOST_KEEP=1 keeps the work directory,
 # TESTHOST_DEBUG=' ' shows the kernel log, TESTHOST_EXTRA: host files to copy in at the
 # same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries,
 # TESTHOST_USERLAND=gnu puts this machine's GNU coreutils, grep, sed, awk,
-# findutils and dash (as sh) first on PATH instead of busybox's applets).
+# findutils and dash (as sh) first on PATH instead of busybox's applets,
+# TESTHOST_IDLE_TIMEOUT and TESTHOST_HEARTBEAT_TIMEOUT: the stall bounds).
 # docs/testing.md explains why this exists.
 set -euo pipefail
 
@@ -112,10 +115,45 @@ if [ ! -c /dev/kvm ]; then
 	echo "@@TESTHOST_EXIT=1"
 else
 	echo "testhost: $(uname -r), KVM on emulated SVM, $(grep -c ^processor /proc/cpuinfo) CPUs, $([ -d /gnu/bin ] && echo "GNU userland (/gnu/bin first on PATH)" || echo "busybox userland")"
+	# The heartbeat (@@HB, every 10 s) tells the harness this kernel still
+	# runs; when the console has carried nothing else for 240 s, what every
+	# process is doing (@@DIAG lines), to tell a hung test from a hung VM.
+	# The console's byte count (the UART's tx) is the progress it watches.
+	diag() {
+		echo "@@DIAG the console carried nothing for ${1}s; the processes (pid state wchan command) and perfvisor's threads' kernel stacks:"
+		for p in /proc/[0-9]*; do
+			c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) && [ -n "$c" ] || continue
+			echo "@@DIAG ${p#/proc/} $(cut -d' ' -f3 "$p/stat" 2>/dev/null) $(cat "$p/wchan" 2>/dev/null) $c" | cut -c1-220
+			case "$c" in *perfvisor*)
+				for t in "$p"/task/*; do
+					echo "@@DIAG   thread ${t##*/} $(cut -d' ' -f2,3 "$t/stat" 2>/dev/null)"
+					sed 's/^/@@DIAG     /' "$t/stack" 2>/dev/null | head -n 8
+				done ;;
+			esac
+		done
+	}
+	(
+		last=0 idle=0
+		while sleep 10; do
+			tx=$(sed -n 's/^0:.* tx:\([0-9]*\).*/\1/p' /proc/tty/driver/serial)
+			# More than this heartbeat line's own bytes went out: progress.
+			if [ $((${tx:-0} - last)) -gt 16 ]; then idle=0; else idle=$((idle + 10)); fi
+			last=${tx:-0}
+			echo "@@HB $idle"
+			[ $idle -eq 240 ] && diag $idle
+		done
+	) &
+	hb=$!
+	# A rerun after a stalled VM (/carry: the verdicts of the test files the
+	# earlier attempts finished) resumes: tests/integration/tests.sh reads it.
+	[ -f /carry ] && export PVT_CARRY=/carry
+	export PVT_RECORD=1
 	# busybox sh prefers its own applets over PATH: with GNU tools, run the
 	# command under dash, which looks every name up on PATH.
 	if [ -d /gnu/bin ]; then cd /work && /gnu/bin/sh /cmd; else cd /work && sh /cmd; fi
-	echo "@@TESTHOST_EXIT=$?"
+	rc=$?
+	kill $hb 2>/dev/null
+	echo "@@TESTHOST_EXIT=$rc"
 fi
 poweroff -f
 INIT
@@ -127,47 +165,70 @@ boot_s=${TESTHOST_BOOT_TIMEOUT:-180}
 # microvm has no HPET or PM timer, and a loaded TCG often fails the PIT
 # calibration of the TSC; the kernel then stalls. Hand it the host's TSC
 # rate (TCG's TSC runs at the host's) and a preset delay loop instead.
+# nokaslr: a frozen VM's kernel RIP is then the same address in every boot.
 tsc_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
-timing="no_timer_check lpj=4000000 tsc=reliable${tsc_khz:+ tsc_early_khz=$tsc_khz}"
+timing="no_timer_check lpj=4000000 tsc=reliable nokaslr${tsc_khz:+ tsc_early_khz=$tsc_khz}"
 
 idle_s=${TESTHOST_IDLE_TIMEOUT:-300}
+hb_s=${TESTHOST_HEARTBEAT_TIMEOUT:-90}
+# QEMU's monitor on two FIFOs, to ask a frozen VM where its CPU is.
+mon="$work/monitor"
+mkfifo "$mon.in" "$mon.out"
+
+# where_cpu: three readings, a second apart, of the test VM's instruction
+# pointer and interrupt flag, from QEMU's monitor. With nokaslr, a kernel
+# address is the same in every boot: /proc/kallsyms in a test VM names it
+# (Debian's /boot/System.map is a placeholder).
+where_cpu() {
+	local i regs rip fl
+	for i in 1 2 3; do
+		echo "info registers" >"$mon.in"
+		regs=$(timeout 2 cat "$mon.out" | tr -d '\r')
+		rip=$(grep -o 'RIP=[0-9a-f]*' <<<"$regs" | head -n 1 | cut -d= -f2)
+		fl=$(grep -o 'RFL=[0-9a-f]*' <<<"$regs" | head -n 1 | cut -d= -f2)
+		[ -n "$rip" ] || { echo "testhost: QEMU's monitor did not answer"; return; }
+		echo "testhost: the test VM's CPU: RIP $rip ($(case "$rip" in ffffffff*) echo "its kernel" ;; *) echo "a process or the nested guest" ;; esac)), interrupts $([ $((0x${fl:-0} & 0x200)) -ne 0 ] && echo on || echo off)"
+		sleep 1
+	done
+}
 
 # One boot of the test VM; its console streams to stdout. Returns 99 if the
 # VM printed nothing within boot_s seconds, 98 if the command then printed
-# nothing for idle_s seconds or the kernel reported a soft lockup (a nested-
-# KVM-under-TCG VM has been seen to wedge, both CPUs stuck, and a hung VM
-# must not hold CI for the whole timeout); the caller retries the command
-# once in a fresh VM and says so.
+# nothing for idle_s seconds while the VM ran (its heartbeats came), 97 if
+# the VM itself froze (no heartbeat for hb_s seconds, or a soft lockup: a
+# nested-KVM-under-TCG VM has been seen to wedge, and a hung VM must not hold
+# CI for the whole timeout). The caller runs the command again in a fresh VM.
 boot_once() {
 	: >"$log"
 	timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-1}" -m "${TESTHOST_MEM:-2048}" \
-		-M microvm -no-reboot -display none -monitor none -serial stdio \
-		-kernel "$kernel" -initrd "$work/initramfs.gz" \
+		-M microvm -no-reboot -display none -monitor "pipe:$mon" -serial stdio \
+		-kernel "$kernel" -initrd "$1" \
 		-append "console=ttyS0 ${TESTHOST_DEBUG:-quiet loglevel=3} panic=-1 $timing" </dev/null >"$log" 2>&1 &
 	local qpid=$!
-	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e 'reboot: Power down' &
-	local tpid=$! t=0 idle=0 size last=-1 booted=0 verdict=0
+	# Heartbeats and the verdicts kept for a rerun are the harness's, not the reader's.
+	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e '^@@HB' -e '^@@PVT_R ' -e 'reboot: Power down' &
+	local tpid=$! t=0 idle=0 size last=-1 beats lastb=-1 hbidle=0 booted=0 verdict=0
 	while kill -0 $qpid 2>/dev/null; do
 		sleep 1
 		t=$((t + 1))
 		if [ $booted -eq 0 ]; then
 			grep -q -a '^testhost: ' "$log" && booted=1
 			[ $booted -eq 0 ] && [ $t -ge "$boot_s" ] && { verdict=99; break; }
+			continue
 		fi
 		# Progress is what the command prints: kernel lines (soft-lockup
-		# reports of a wedged VM among them) do not count.
-		size=$(grep -a -c -v '^\[ *[0-9]*\.[0-9]*\]' "$log")
-		grep -q -a 'soft lockup' "$log" && [ $booted -eq 1 ] && { verdict=98; break; }
-		if [ "$size" != "$last" ]; then
-			last=$size
-			idle=0
-		else
-			idle=$((idle + 1))
-		fi
-		[ $booted -eq 1 ] && [ $idle -ge "$idle_s" ] && { verdict=98; break; }
+		# reports of a wedged VM among them) and the harness's own do not count.
+		size=$(grep -a -c -v -e '^\[ *[0-9]*\.[0-9]*\]' -e '^@@' "$log")
+		beats=$(grep -a -c '^@@HB' "$log")
+		grep -q -a 'soft lockup' "$log" && { verdict=97; break; }
+		if [ "$size" != "$last" ]; then last=$size idle=0; else idle=$((idle + 1)); fi
+		if [ "$beats" != "$lastb" ]; then lastb=$beats hbidle=0; else hbidle=$((hbidle + 1)); fi
+		[ $hbidle -ge "$hb_s" ] && { verdict=97; break; }
+		[ $idle -ge "$idle_s" ] && { verdict=98; break; }
 	done
 	if [ $verdict -ne 0 ]; then
+		[ $verdict -eq 97 ] && where_cpu >&2
 		kill $qpid 2>/dev/null
 		wait $qpid $tpid 2>/dev/null
 		return $verdict
@@ -178,16 +239,35 @@ boot_once() {
 	return $rc
 }
 
+# Up to three boots. A rerun resumes: the test files an earlier attempt
+# finished (their verdicts, @@PVT_R lines, go in as /carry, an extra cpio
+# archive the kernel unpacks over the first) are not run again, and a
+# failure in one stays a failure. A second stall that finished no test file ends it.
 set +e
-for attempt in 1 2; do
-	boot_once
+initrd="$work/initramfs.gz"
+: >"$work/carry"
+for attempt in 1 2 3; do
+	boot_once "$initrd"
 	qrc=$?
 	case $qrc in
 	99) echo "testhost: the test VM did not boot within ${boot_s}s (attempt $attempt)" >&2 ;;
-	98) echo "testhost: the test VM stopped making progress (no output for ${idle_s}s, or a soft lockup) and was stopped (attempt $attempt)" >&2 ;;
+	98) echo "testhost: the command printed nothing for ${idle_s}s while the test VM ran: a test hung (attempt $attempt; the @@DIAG lines above say what ran)" >&2 ;;
+	97) echo "testhost: the test VM froze (no heartbeat for ${hb_s}s, or a soft lockup) and was stopped (attempt $attempt)" >&2 ;;
 	*) break ;;
 	esac
-	[ $attempt -eq 1 ] && echo "testhost: running the command again in a fresh test VM" >&2
+	done_before=$(grep -c '^@@PVT_R done ' "$work/carry")
+	grep -a '^@@PVT_R ' "$log" | tr -d '\r' | grep -E '^@@PVT_R (passed|failed|skips|done) [^ ]' >>"$work/carry"
+	done_now=$(grep -c '^@@PVT_R done ' "$work/carry")
+	# The first stall always gets a rerun; a later one only if its boot got further.
+	if [ $attempt -eq 3 ] || { [ $attempt -eq 2 ] && [ $qrc -ne 99 ] && [ "$done_now" -eq "$done_before" ]; }; then
+		[ $attempt -lt 3 ] && echo "testhost: that attempt finished no test file: not trying again" >&2
+		break
+	fi
+	echo "testhost: running the command again in a fresh test VM$([ "$done_now" -gt 0 ] && echo "; the $done_now test files finished so far are not run again")" >&2
+	mkdir -p "$work/carrydir"
+	cp "$work/carry" "$work/carrydir/carry"
+	(cd "$work/carrydir" && echo carry | cpio -o -H newc --quiet) | gzip -1 | cat "$work/initramfs.gz" - >"$work/initramfs-carry.gz"
+	initrd="$work/initramfs-carry.gz"
 done
 set -e
 status=$(grep -a -o '@@TESTHOST_EXIT=[0-9]*' "$log" | tail -n 1 | cut -d= -f2)
