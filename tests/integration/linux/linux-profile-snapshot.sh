@@ -5,8 +5,8 @@
 # restored with a new --profile-output: the restored VM's profile (the snapshot's --profile)
 # still names the guest's functions through the slide MSR_LSTAR shows, its processes from the
 # kernel's BTF and its kernel stacks by ORC (docs/profiling.md, "Snapshot and restore"), and its
-# processes still share the CPU about 75:25. Before the snapshot, perfvisor stat --profile-top shows the
-# running process live.
+# processes still share the CPU about 75:25. After the snapshot, while the first VM runs on,
+# perfvisor stat --profile-top shows the running process live.
 # cases: linux-profile-snapshot linux-profile-restored
 . "$(dirname "$0")/../lib.sh"
 
@@ -17,14 +17,16 @@ start_vm linux-profile-snapshot 300 run --kernel "$LXK/vmlinuz" --initrd "$LXI" 
 	--cmdline "console=ttyS0 panic=-1 pvinit=poweroff pvinit.work=profile" --timeout 240 \
 	--kernel-decompress guest --profile task-clock:1ms --profile-output "$T/p1" --api-socket "$T/s"
 if wait_out 'pvinit: profile work: spinA [0-9]*, spinB [0-9]* started'; then
-	# Live: the top processes so far (perfvisor stat --profile-top, the control socket's profile).
-	# spinA has just started: 2 s for it to gather samples, and the top 100 (the boot's
-	# kernel threads come first until then).
+	# spinA has just started: 2 s for it to gather samples, then the snapshot, while the VM
+	# goes on (the workload runs 6 s: the snapshot comes first, as answering the profile
+	# request below has taken 5 s on a slow nested test host).
 	sleep 2
+	snapshot "$T/s" "$T/snap" resume
+	# Live: the top processes so far (perfvisor stat --profile-top, the control socket's
+	# profile), the top 100 (the boot's kernel threads come first).
 	"$PV" stat "$T/s" --once --fields 'profile.samples' --profile-top 100 >"$T/$cur.stat" 2>&1 || bad "stat failed"
 	grep -q '^ *[0-9][0-9]*  spinA  *[0-9][0-9]* ' "$T/$cur.stat" ||
 		bad "stat --profile-top lacks the guest's running process: $(tail -n 6 "$T/$cur.stat" | tr '\n' ';')"
-	snapshot "$T/s" "$T/snap" stop
 else
 	bad "the guest's workload never started"
 	kill $vmpid
