@@ -170,24 +170,33 @@ tsc_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
 timing="no_timer_check lpj=4000000 tsc=reliable nokaslr${tsc_khz:+ tsc_early_khz=$tsc_khz}"
 
 idle_s=${TESTHOST_IDLE_TIMEOUT:-300}
-hb_s=${TESTHOST_HEARTBEAT_TIMEOUT:-90}
+hb_s=${TESTHOST_HEARTBEAT_TIMEOUT:-120}
 # QEMU's monitor on two FIFOs, to ask a frozen VM where its CPU is.
 mon="$work/monitor"
 mkfifo "$mon.in" "$mon.out"
 
-# where_cpu: three readings, a second apart, of the test VM's instruction
-# pointer and interrupt flag, from QEMU's monitor. With nokaslr, a kernel
-# address is the same in every boot: /proc/kallsyms in a test VM names it
-# (Debian's /boot/System.map is a placeholder).
+# where_cpu: three readings, a second apart, of where the test VM's CPU is,
+# from QEMU's monitor: RIP, and whose code that is, the interrupt flag, and
+# whether it is halted. The test VM's kernel runs at its link address
+# (nokaslr): 0xffffffff81000000 up for its text, 0xffffffffc0000000 up for
+# its modules (kvm-amd); other kernel addresses are a Linux guest's in the
+# nested VM (its KASLR). /proc/kallsyms in any test VM names the first two.
 where_cpu() {
-	local i regs rip fl
+	local i regs rip fl hlt whose
 	for i in 1 2 3; do
 		echo "info registers" >"$mon.in"
 		regs=$(timeout 2 cat "$mon.out" | tr -d '\r')
 		rip=$(grep -o 'RIP=[0-9a-f]*' <<<"$regs" | head -n 1 | cut -d= -f2)
 		fl=$(grep -o 'RFL=[0-9a-f]*' <<<"$regs" | head -n 1 | cut -d= -f2)
+		hlt=$(grep -o 'HLT=[01]' <<<"$regs" | head -n 1 | cut -d= -f2)
 		[ -n "$rip" ] || { echo "testhost: QEMU's monitor did not answer"; return; }
-		echo "testhost: the test VM's CPU: RIP $rip ($(case "$rip" in ffffffff*) echo "its kernel" ;; *) echo "a process or the nested guest" ;; esac)), interrupts $([ $((0x${fl:-0} & 0x200)) -ne 0 ] && echo on || echo off)"
+		case "$rip" in
+		ffffffff8[12]*) whose="the test VM's kernel" ;;
+		ffffffff[cdef]*) whose="a module of the test VM's kernel" ;;
+		ffffffff*) whose="not the test VM's kernel: a Linux guest's in the nested VM" ;;
+		*) whose="user space, or the nested guest" ;;
+		esac
+		echo "testhost: the test VM's CPU: RIP $rip ($whose), interrupts $([ $((0x${fl:-0} & 0x200)) -ne 0 ] && echo on || echo off)$([ "$hlt" = 1 ] && echo ", halted")"
 		sleep 1
 	done
 }
@@ -208,7 +217,7 @@ boot_once() {
 	local qpid=$!
 	# Heartbeats and the verdicts kept for a rerun are the harness's, not the reader's.
 	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e '^@@HB' -e '^@@PVT_R ' -e 'reboot: Power down' &
-	local tpid=$! t=0 idle=0 size last=-1 beats lastb=-1 hbidle=0 booted=0 verdict=0
+	local tpid=$! t=0 idle=0 size last=-1 beats lastb=-1 hbidle=0 nudged=0 booted=0 verdict=0
 	while kill -0 $qpid 2>/dev/null; do
 		sleep 1
 		t=$((t + 1))
@@ -223,12 +232,25 @@ boot_once() {
 		beats=$(grep -a -c '^@@HB' "$log")
 		grep -q -a 'soft lockup' "$log" && { verdict=97; break; }
 		if [ "$size" != "$last" ]; then last=$size idle=0; else idle=$((idle + 1)); fi
-		if [ "$beats" != "$lastb" ]; then lastb=$beats hbidle=0; else hbidle=$((hbidle + 1)); fi
+		if [ "$beats" != "$lastb" ]; then
+			[ $nudged -eq 1 ] && echo "testhost: the test VM's heartbeat came back after the NMI" >&2
+			lastb=$beats hbidle=0 nudged=0
+		else
+			hbidle=$((hbidle + 1))
+		fi
+		# Halfway to the verdict: where its CPU is, and an NMI (QEMU's monitor), which
+		# leaves a nested guest for the test VM's kernel if anything does.
+		if [ $hbidle -ge $((hb_s / 2)) ] && [ $nudged -eq 0 ]; then
+			echo "testhost: no heartbeat from the test VM for ${hbidle}s; sending it an NMI" >&2
+			where_cpu >&2
+			echo nmi >"$mon.in"
+			nudged=1
+		fi
 		[ $hbidle -ge "$hb_s" ] && { verdict=97; break; }
 		[ $idle -ge "$idle_s" ] && { verdict=98; break; }
 	done
 	if [ $verdict -ne 0 ]; then
-		[ $verdict -eq 97 ] && where_cpu >&2
+		[ $verdict -eq 97 ] && [ $hbidle -ge "$hb_s" ] && where_cpu >&2
 		kill $qpid 2>/dev/null
 		wait $qpid $tpid 2>/dev/null
 		return $verdict
