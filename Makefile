@@ -15,7 +15,7 @@ COMPONENTS := util elf machine snapfile devices stats pmu vmm
 DEPS_util :=
 DEPS_elf := util
 DEPS_machine := elf util
-LIBS_machine := -llzma -lz -lzstd
+LIBS_machine := -llzma -lz -lzstd -lxxhash
 DEPS_snapfile := machine elf util
 DEPS_devices := snapfile machine elf util
 DEPS_stats := util
@@ -25,7 +25,8 @@ LIBS_pmu := -ljansson -lbpf
 DEPS_vmm := devices pmu snapfile machine elf stats util
 # System libraries a component's code needs (its unit tests link them too):
 # liblzma, zlib and libzstd for a bzImage's compressed payload (machine's
-# loader decompresses it on the host), libfdt for the snapshot state file,
+# loader decompresses it on the host; xxhash checks the kernel cache's
+# files, machine/kcache.c), libfdt for the snapshot state file,
 # xxhash for its checksums, liburing for snapshot memory I/O, jansson for the
 # control socket, libseccomp for the per-thread filters, libbpf for a Linux
 # guest kernel's BTF (the profiler's process attribution).

@@ -70,15 +70,15 @@ static int load_guest(const uint8_t *pm, uint64_t kernel_len, const struct setup
  * decompressor would (without choosing a random address: no KASLR).
  */
 static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload fmt, const char *name,
-		     const struct setup_header *h, struct gmem *mem, struct loader_linux *out,
-		     struct errbuf *err)
+		     const struct setup_header *h, void *cached, size_t cached_len, struct gmem *mem,
+		     struct loader_linux *out, struct errbuf *err)
 {
 	uint64_t cap = h->init_size && h->init_size < mem->size ? h->init_size : mem->size;
 	struct loader_info info;
 	struct errbuf e2;
-	void *elf;
-	size_t n;
-	int rc = loader_decompress(fmt, payload, len, cap, &elf, &n, err);
+	void *elf = cached;
+	size_t n = cached_len;
+	int rc = cached ? 0 : loader_decompress(fmt, payload, len, cap, &elf, &n, err);
 
 	if (rc)
 		return rc;
@@ -96,9 +96,9 @@ static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload f
 	out->kernel_end = info.high;
 	out->info = info;
 	snprintf(out->how, sizeof(out->how),
-		 "%s payload decompressed on the host: vmlinux (%zu bytes), entry 0x%" PRIx64
-		 " (startup_64), no KASLR",
-		 name, n, info.entry);
+		 "%s payload %s: vmlinux (%zu bytes), entry 0x%" PRIx64 " (startup_64), no KASLR", name,
+		 cached ? "decompressed on the host in an earlier boot" : "decompressed on the host", n,
+		 info.entry);
 	return 0;
 }
 
@@ -197,8 +197,26 @@ void loader_linux_fini(struct loader_linux *lx)
 	lx->vmlinux_len = 0;
 }
 
+bool loader_linux_host_payload(const void *image, size_t size, enum loader_decompress how,
+			       const void **payload, size_t *len)
+{
+	struct bzimage b;
+
+	if (how == LOADER_DECOMPRESS_GUEST || parse_bzimage(image, size, &b, NULL) || !decodable(b.fmt))
+		return false;
+	*payload = b.payload;
+	*len = b.h.payload_length;
+	return true;
+}
+
 int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
 		      struct loader_linux *out, struct errbuf *err)
+{
+	return loader_load_linux_with(image, size, mem, how, NULL, 0, out, err);
+}
+
+int loader_load_linux_with(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
+			   void *vmlinux, size_t len, struct loader_linux *out, struct errbuf *err)
 {
 	const uint8_t *p = image;
 	struct bzimage b;
@@ -207,6 +225,10 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loa
 
 	memset(out, 0, sizeof(*out));
 	rc = parse_bzimage(image, size, &b, err);
+	if (rc || how == LOADER_DECOMPRESS_GUEST || !decodable(b.fmt)) {
+		free(vmlinux); /* not used */
+		vmlinux = NULL;
+	}
 	if (rc)
 		return rc;
 	h = b.h;
@@ -221,7 +243,7 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loa
 				  "xz, gzip and zstd (use --kernel-decompress guest)",
 				  b.fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : b.name);
 	if (how != LOADER_DECOMPRESS_GUEST && decodable(b.fmt))
-		return load_host(b.payload, h.payload_length, b.fmt, b.name, &h, mem, out, err);
+		return load_host(b.payload, h.payload_length, b.fmt, b.name, &h, vmlinux, len, mem, out, err);
 	rc = load_guest(p + b.setup_len, b.kernel_len, &h, mem, out, err);
 	if (!rc && b.fmt == LOADER_PAYLOAD_NONE)
 		snprintf(out->how, sizeof(out->how), "no compressed payload: entry 0x%" PRIx64, out->entry64);

@@ -205,6 +205,20 @@ struct loader_linux {
 	size_t vmlinux_len;
 };
 
+/*
+ * The kernel cache (machine/kcache.c, docs/boot.md): the vmlinux of a
+ * bzImage's payload kept in the directory `dir` under the payload's XXH3.
+ * kcache_get: 0 with the vmlinux (malloc()ed, checked against its stored
+ * checksum, at most cap bytes), or -ENOENT (not there; or damaged, and then
+ * removed). kcache_put: keep it (written whole, then renamed; the least
+ * recently used of more than 4 removed); 0 or -errno. Both say what they
+ * did in `why`; a failure only costs time. Main thread, before the guest runs.
+ */
+int kcache_get(const char *dir, const void *payload, size_t payload_len, uint64_t cap, void **vmlinux,
+	       size_t *len, char *why, size_t whylen);
+int kcache_put(const char *dir, const void *payload, size_t payload_len, const void *vmlinux, size_t len,
+	       char *why, size_t whylen);
+
 /* "HdrS" at 0x202: a Linux kernel with a setup header. */
 bool loader_is_bzimage(const void *image, size_t size);
 /*
@@ -218,6 +232,20 @@ bool loader_is_bzimage(const void *image, size_t size);
  */
 int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
 		      struct loader_linux *out, struct errbuf *err);
+/*
+ * The same with the payload's vmlinux already decompressed (the kernel
+ * cache's: `vmlinux`, malloc()ed, len bytes), used instead of decoding
+ * the payload when it goes to the host; ownership passes in either case
+ * (it ends in out->vmlinux, or is freed). Pure.
+ */
+int loader_load_linux_with(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
+			   void *vmlinux, size_t len, struct loader_linux *out, struct errbuf *err);
+/*
+ * A bzImage's compressed payload, when perfvisor would decompress it on the
+ * host as `how` says: true, with *payload and *len; else false. Pure.
+ */
+bool loader_linux_host_payload(const void *image, size_t size, enum loader_decompress how,
+			       const void **payload, size_t *len);
 /* Free what loader_load_linux() left the caller (the decompressed vmlinux). */
 void loader_linux_fini(struct loader_linux *lx);
 /*
@@ -277,11 +305,13 @@ struct boot_config {
 	const struct acpi_mmio_dev *acpi_devs; /* the MMIO devices the DSDT lists (none: NULL, 0) */
 	unsigned nr_acpi_devs;
 	enum loader_decompress decompress; /* a bzImage's payload: where it is decompressed */
+	const char *kernel_cache;	   /* the kernel cache's directory; NULL: none (--kernel-cache) */
 };
 
 struct boot_result {
 	enum boot_proto proto;
-	char why[256]; /* for --verbose: which protocol and why */
+	char why[256];	 /* for --verbose: which protocol and why */
+	char cache[600]; /* for --verbose: what the kernel cache did ("": not used) */
 	struct loader_info kernel;
 	struct boot_cpu cpu;
 	unsigned nr_modules;

@@ -50,6 +50,10 @@ const char cli_run_usage[] =
 	"                       decompressed: host (xz, gzip or zstd; the vmlinux is loaded and entered\n"
 	"                       at its startup_64, no KASLR), guest (the kernel's own decompressor), or\n"
 	"                       auto (default: host when the format is xz, gzip or zstd, else guest)\n"
+	"  --kernel-cache DIR|none  keep the vmlinux a payload decompressed on the host to in DIR, and\n"
+	"                       read it back on the next boot of the same kernel instead of decoding it\n"
+	"                       again (checked; at most 4 kernels; default $XDG_CACHE_HOME/perfvisor or\n"
+	"                       $HOME/.cache/perfvisor; none: no cache; docs/boot.md)\n"
 	"  --cpuid-hide LIST    hide CPU features guest ring 0 cannot run on kvm_pvm: xsave, cmpxchg16b;\n"
 	"                       tsc-deadline: no TSC-deadline LAPIC timer (offered where KVM has it);\n"
 	"                       pmu-ack: the PV PMU without PMI_ACK/RELOAD (docs/pvpmu.md), as perfvisor before it\n"
@@ -110,7 +114,8 @@ enum {
 	OPT_NET,
 	OPT_KERNEL_DECOMPRESS,
 	OPT_INCOMING,
-	OPT_INCOMING_TIMEOUT
+	OPT_INCOMING_TIMEOUT,
+	OPT_KERNEL_CACHE
 };
 
 static const struct option run_options[] = {
@@ -141,6 +146,7 @@ static const struct option run_options[] = {
 	{ "kernel-decompress", required_argument, NULL, OPT_KERNEL_DECOMPRESS },
 	{ "incoming", required_argument, NULL, OPT_INCOMING },
 	{ "incoming-timeout", required_argument, NULL, OPT_INCOMING_TIMEOUT },
+	{ "kernel-cache", required_argument, NULL, OPT_KERNEL_CACHE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -388,6 +394,11 @@ static int parse_one(int opt, const char *arg, struct vm_config *cfg, struct err
 			cfg->kernel_decompress = modes[rc];
 		return rc < 0 ? rc : 0;
 	}
+	case OPT_KERNEL_CACHE:
+		if (arg[0] == '\0')
+			return errbuf_set(err, -EINVAL, "--kernel-cache needs a directory, or none");
+		cfg->kernel_cache = strcmp(arg, "none") ? arg : NULL;
+		return 0;
 	case OPT_PROFILE:
 		/* The syntax here; whether this host has the events, in main.c (prof_spec_check_host). */
 		return prof_spec_parse(arg, true, &cfg->prof, err) ? -EINVAL : 0;
@@ -475,12 +486,28 @@ static const char *option_name(int opt)
 	return "?";
 }
 
+/* The kernel cache's default: $XDG_CACHE_HOME/perfvisor, else $HOME/.cache/perfvisor (absolute only), else none. */
+static const char *default_kernel_cache(void)
+{
+	static char dir[4096];
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+
+	if (xdg && xdg[0] == '/')
+		snprintf(dir, sizeof(dir), "%s/perfvisor", xdg);
+	else if (home && home[0] == '/' && home[1])
+		snprintf(dir, sizeof(dir), "%s/.cache/perfvisor", home);
+	else
+		return NULL;
+	return dir;
+}
+
 int cli_parse_run(int argc, char **argv, struct vm_config *cfg, struct errbuf *err, FILE *help_out)
 {
 	uint32_t given = 0; /* bit (opt - OPT_KERNEL): the option was on the command line */
 	int opt, rc;
 
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->kernel_cache = default_kernel_cache();
 	cfg->nr_cpus = VM_DEFAULT_CPUS;
 	cfg->mem_size = VM_DEFAULT_MEM;
 	cfg->pmu = true;

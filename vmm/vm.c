@@ -74,6 +74,8 @@ static void log_setup(const struct vm *vm)
 		return;
 	}
 	vm_log("boot protocol %s: %s", boot_proto_name(vm->boot.proto), vm->boot.why);
+	if (vm->boot.cache[0])
+		vm_log("kernel cache: %s", vm->boot.cache);
 	for (unsigned i = 0; i < vm->boot.nr_modules; i++)
 		vm_log("initrd %u '%s': %" PRIu64 " bytes at 0x%" PRIx64, i, cfg->initrd[i],
 		       vm->boot.mod_len[i], vm->boot.mod_gpa[i]);
@@ -249,7 +251,7 @@ int vm_create(struct vm **out, const struct vm_config *cfg, struct errbuf *err)
 			       &(struct boot_config){ cfg->kernel, cfg->cmdline, cfg->initrd, cfg->nr_initrd,
 						      cfg->nr_cpus, acpi_devs,
 						      vm_virtio_acpi_devs(&plan, acpi_devs, VM_VIRTIO_MAX),
-						      cfg->kernel_decompress },
+						      cfg->kernel_decompress, cfg->kernel_cache },
 			       &vm->boot, err);
 	}
 	if (!rc)

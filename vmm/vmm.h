@@ -83,6 +83,7 @@ struct vm_config {
 	unsigned cpuid_hide; /* CPUID_HIDE_* bits (--cpuid-hide) */
 	unsigned cpuid_add;  /* CPUID_ADD_* bits: set by vm_create (the host's, or the snapshot's) */
 	enum loader_decompress kernel_decompress; /* --kernel-decompress (default auto) */
+	const char *kernel_cache; /* --kernel-cache DIR; NULL: none (--kernel-cache none, or no default) */
 	bool verbose;
 	const char *restore;	      /* --restore DIR: continue a snapshot instead of booting a kernel */
 	bool restore_read;	      /* --restore-memory read: read the memory file in (default: map it) */

@@ -115,6 +115,30 @@ Test(cli, kernel_decompress)
 		   "--kernel-decompress", "host");
 }
 
+Test(cli, kernel_cache)
+{
+	setenv("HOME", "/home/u", 1);
+	unsetenv("XDG_CACHE_HOME");
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel_cache, "/home/u/.cache/perfvisor", "the default under $HOME");
+	setenv("XDG_CACHE_HOME", "/x/cache", 1);
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel_cache, "/x/cache/perfvisor", "$XDG_CACHE_HOME first");
+	/* Relative or missing: no default (a cache in whatever the current directory is would surprise). */
+	setenv("XDG_CACHE_HOME", "rel", 1);
+	setenv("HOME", "/", 1);
+	cr_assert_eq(PARSE("--kernel", "k"), 0, "%s", err.msg);
+	cr_assert_null(cfg.kernel_cache, "no default when HOME is / and XDG_CACHE_HOME relative");
+	cr_assert_eq(PARSE("--kernel", "k", "--kernel-cache", "/c"), 0, "%s", err.msg);
+	cr_assert_str_eq(cfg.kernel_cache, "/c");
+	setenv("HOME", "/home/u", 1);
+	cr_assert_eq(PARSE("--kernel", "k", "--kernel-cache=none"), 0, "%s", err.msg);
+	cr_assert_null(cfg.kernel_cache, "none: no cache");
+	expect_bad("--kernel-cache needs a directory, or none", "--kernel", "k", "--kernel-cache", "");
+	expect_bad("--kernel-cache is given twice", "--kernel", "k", "--kernel-cache", "a", "--kernel-cache",
+		   "b");
+}
+
 Test(cli, name)
 {
 	char longest[PV_STATS_VM_NAME_MAX];

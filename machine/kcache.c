@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The kernel cache (docs/boot.md, "The kernel cache"): the vmlinux a
+ * bzImage's payload decompresses to, kept in a directory under the
+ * payload's XXH3, so that the next boot of the same kernel reads it back
+ * instead of decoding it again (xz: about 1 s of CPU for Debian's kernel).
+ *
+ * A file is "vmlinux-KEY-LEN" (KEY: the payload's XXH3-64, LEN: its
+ * length, both in hex): a header (magic, the vmlinux's length and XXH3-64)
+ * and the vmlinux. It is written to a temporary name and renamed, so a
+ * reader sees it whole or not at all; a file whose length or checksum is
+ * wrong is removed and the payload decoded again. At most KCACHE_KEEP
+ * files stay: adding one removes the least recently used (a hit touches
+ * its file). The cache only saves time: any failure to read or write it
+ * leaves the boot to the decoder, with a reason for --verbose.
+ */
+#include "machine/machine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#define KCACHE_MAGIC "PVKCACH1"
+#define KCACHE_KEEP 4
+
+struct kcache_header {
+	char magic[8];
+	uint64_t len;	/* the vmlinux's bytes, after this header */
+	uint64_t xxh3;	/* XXH3-64 of those bytes */
+	uint64_t spare; /* 0 */
+};
+
+static void name_of(const void *payload, size_t payload_len, char *name, size_t size)
+{
+	snprintf(name, size, "vmlinux-%016" PRIx64 "-%zx", (uint64_t)XXH3_64bits(payload, payload_len),
+		 payload_len);
+}
+
+static int full_io(int fd, void *buf, size_t len, bool write_it)
+{
+	for (size_t done = 0; done < len;) {
+		ssize_t n = write_it ? write(fd, (const uint8_t *)buf + done, len - done)
+				     : read(fd, (uint8_t *)buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int kcache_get(const char *dir, const void *payload, size_t payload_len, uint64_t cap, void **vmlinux,
+	       size_t *len, char *why, size_t whylen)
+{
+	struct kcache_header h;
+	char name[64];
+	uint8_t *buf;
+	int dfd, fd, rc;
+
+	*vmlinux = NULL;
+	*len = 0;
+	name_of(payload, payload_len, name, sizeof(name));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(why, whylen, "no cache yet (%s: %s)", dir, strerror(errno));
+		return -ENOENT;
+	}
+	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		snprintf(why, whylen, "not in the cache");
+		close(dfd);
+		return -ENOENT;
+	}
+	rc = full_io(fd, &h, sizeof(h), false);
+	if (!rc && (memcmp(h.magic, KCACHE_MAGIC, sizeof(h.magic)) || h.len == 0))
+		rc = -EBADMSG;
+	/* Whole, but more than this guest's RAM: kept for a larger guest; the loader says why not. */
+	if (!rc && h.len > cap)
+		rc = -E2BIG;
+	buf = rc ? NULL : malloc((size_t)h.len);
+	if (!rc && !buf)
+		rc = -ENOMEM;
+	if (!rc)
+		rc = full_io(fd, buf, (size_t)h.len, false);
+	/* Nothing may follow the vmlinux: a longer file is not one this code wrote. */
+	if (!rc && read(fd, &h.spare, 1) != 0)
+		rc = -EBADMSG;
+	if (!rc && XXH3_64bits(buf, (size_t)h.len) != h.xxh3)
+		rc = -EBADMSG;
+	close(fd);
+	if (rc) {
+		free(buf);
+		/* Damaged (or not ours): removed, so the decoder's result replaces it. */
+		if (rc == -EBADMSG || rc == -EIO)
+			unlinkat(dfd, name, 0);
+		snprintf(why, whylen, "%s/%s %s: decoding again", dir, name,
+			 rc == -EBADMSG || rc == -EIO ? "was damaged (removed)"
+			 : rc == -E2BIG		      ? "is larger than guest memory"
+						      : strerror(-rc));
+		close(dfd);
+		return -ENOENT;
+	}
+	/* Recently used: the last to be removed. */
+	utimensat(dfd, name, NULL, 0);
+	close(dfd);
+	snprintf(why, whylen, "read from the kernel cache %s/%s", dir, name);
+	*vmlinux = buf;
+	*len = (size_t)h.len;
+	return 0;
+}
+
+/* Remove the least recently used files of the cache until fewer than KCACHE_KEEP are left. */
+static void make_room(int dfd)
+{
+	for (;;) {
+		DIR *d = fdopendir(dup(dfd));
+		struct dirent *e;
+		struct stat st;
+		char oldest[256] = "";
+		struct timespec t = { 0 };
+		unsigned n = 0;
+
+		if (!d)
+			return;
+		while ((e = readdir(d))) {
+			if (strncmp(e->d_name, "vmlinux-", 8) || strchr(e->d_name, '.') ||
+			    fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			n++;
+			if (!oldest[0] || st.st_mtim.tv_sec < t.tv_sec ||
+			    (st.st_mtim.tv_sec == t.tv_sec && st.st_mtim.tv_nsec < t.tv_nsec)) {
+				snprintf(oldest, sizeof(oldest), "%s", e->d_name);
+				t = st.st_mtim;
+			}
+		}
+		closedir(d);
+		if (n < KCACHE_KEEP || unlinkat(dfd, oldest, 0) < 0)
+			return;
+	}
+}
+
+int kcache_put(const char *dir, const void *payload, size_t payload_len, const void *vmlinux, size_t len,
+	       char *why, size_t whylen)
+{
+	struct kcache_header h = { .len = len, .xxh3 = XXH3_64bits(vmlinux, len) };
+	char name[64], tmp[80];
+	int dfd, fd, rc;
+
+	memcpy(h.magic, KCACHE_MAGIC, sizeof(h.magic));
+	name_of(payload, payload_len, name, sizeof(name));
+	/* The directory and its parents, owner-only where this makes them. */
+	for (char *p = strchr(dir + 1, '/');; p = strchr(p + 1, '/')) {
+		char part[4096];
+
+		snprintf(part, sizeof(part), "%.*s", p ? (int)(p - dir) : (int)strlen(dir), dir);
+		if (mkdir(part, 0700) < 0 && errno != EEXIST)
+			break;
+		if (!p)
+			break;
+	}
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		snprintf(why, whylen, "not kept: the kernel cache %s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	make_room(dfd);
+	snprintf(tmp, sizeof(tmp), "%s.%d", name, (int)getpid());
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	rc = fd < 0 ? -errno : full_io(fd, &h, sizeof(h), true);
+	if (!rc)
+		rc = full_io(fd, (void *)vmlinux, len, true);
+	if (fd >= 0 && close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && renameat(dfd, tmp, dfd, name) < 0)
+		rc = -errno;
+	if (rc) {
+		unlinkat(dfd, tmp, 0);
+		snprintf(why, whylen, "not kept: writing %s/%s: %s", dir, name, strerror(-rc));
+	} else {
+		snprintf(why, whylen, "kept in the kernel cache %s/%s", dir, name);
+	}
+	close(dfd);
+	return rc;
+}
