@@ -91,6 +91,8 @@ fi
 R=$(mktemp -d /tmp/pvresults.XXXXXX)
 pvt_results "$R"
 export PVT_RESULTS="$R"
+# perfvisor's kernel cache (docs/boot.md): one for the whole run, gone with it, never the user's.
+export XDG_CACHE_HOME="$R/xdg-cache"
 pvt_header
 # A rerun in a fresh test host after a stalled one (tests/testhost/run.sh):
 # PVT_CARRY holds the verdicts of the files the earlier attempts finished
