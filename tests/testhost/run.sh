@@ -261,14 +261,16 @@ boot_once() {
 	return $rc
 }
 
-# Up to three boots. A rerun resumes: the test files an earlier attempt
+# Up to four boots. A rerun resumes: the test files an earlier attempt
 # finished (their verdicts, @@PVT_R lines, go in as /carry, an extra cpio
 # archive the kernel unpacks over the first) are not run again, and a
-# failure in one stays a failure. A second stall that finished no test file ends it.
+# failure in one stays a failure. A later stall whose boot printed no
+# verdict at all ends it.
 set +e
 initrd="$work/initramfs.gz"
 : >"$work/carry"
-for attempt in 1 2 3; do
+attempts=4
+for attempt in $(seq $attempts); do
 	boot_once "$initrd"
 	qrc=$?
 	case $qrc in
@@ -280,9 +282,12 @@ for attempt in 1 2 3; do
 	done_before=$(grep -c '^@@PVT_R done ' "$work/carry")
 	grep -a '^@@PVT_R ' "$log" | tr -d '\r' | grep -E '^@@PVT_R (passed|failed|skips|done) [^ ]' >>"$work/carry"
 	done_now=$(grep -c '^@@PVT_R done ' "$work/carry")
-	# The first stall always gets a rerun; a later one only if its boot got further.
-	if [ $attempt -eq 3 ] || { [ $attempt -eq 2 ] && [ $qrc -ne 99 ] && [ "$done_now" -eq "$done_before" ]; }; then
-		[ $attempt -lt 3 ] && echo "testhost: that attempt finished no test file: not trying again" >&2
+	verdicts=$(grep -a -c -E '^(PASS|FAIL) ' "$log")
+	# The first stall always gets a rerun; a later one only if its boot got further (a test
+	# file finished, or a case of one).
+	if [ $attempt -eq $attempts ] ||
+		{ [ $attempt -gt 1 ] && [ $qrc -ne 99 ] && [ "$done_now" -eq "$done_before" ] && [ "$verdicts" -eq 0 ]; }; then
+		[ $attempt -lt $attempts ] && echo "testhost: that attempt finished no test case: not trying again" >&2
 		break
 	fi
 	echo "testhost: running the command again in a fresh test VM$([ "$done_now" -gt 0 ] && echo "; the $done_now test files finished so far are not run again")" >&2
