@@ -8,8 +8,8 @@
 # A stalled VM (docs/testing.md) is stopped and the command run again, resuming
 # where tests/integration/tests.sh left off.
 # Usage: tests/testhost/run.sh 'COMMAND'   (env: BUILD, TESTHOST_TIMEOUT,
-# TESTHOST_MEM, TESTHOST_CPUS (default 1: with 2, both TCG vCPUs have been seen
-# to wedge in the kernel, and one is faster for these tests), TESTHOST_KEEP=1 keeps the work directory,
+# TESTHOST_MEM, TESTHOST_CPUS (default 2: with 1, a Linux guest of 2 vCPUs often
+# froze the whole VM; docs/testing.md), TESTHOST_KEEP=1 keeps the work directory,
 # TESTHOST_DEBUG=' ' shows the kernel log, TESTHOST_EXTRA: host files to copy in at the
 # same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries,
 # TESTHOST_USERLAND=gnu puts this machine's GNU coreutils, grep, sed, awk,
@@ -206,11 +206,12 @@ where_cpu() {
 # nothing for idle_s seconds while the VM ran (its heartbeats came), 97 if
 # the VM itself froze (no heartbeat for hb_s seconds, or a soft lockup: a
 # nested-KVM-under-TCG VM has been seen to wedge, and a hung VM must not hold
-# CI for the whole timeout). The caller runs the command again in a fresh VM.
+# CI for the whole timeout), 96 if its kernel panicked. The caller runs the
+# command again in a fresh VM.
 boot_once() {
 	: >"$log"
 	timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
-		-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-1}" -m "${TESTHOST_MEM:-2048}" \
+		-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-2}" -m "${TESTHOST_MEM:-2048}" \
 		-M microvm -no-reboot -display none -monitor "pipe:$mon" -serial stdio \
 		-kernel "$kernel" -initrd "$1" \
 		-append "console=ttyS0 ${TESTHOST_DEBUG:-quiet loglevel=3} panic=-1 $timing" </dev/null >"$log" 2>&1 &
@@ -231,6 +232,7 @@ boot_once() {
 		size=$(grep -a -c -v -e '^\[ *[0-9]*\.[0-9]*\]' -e '^@@' "$log")
 		beats=$(grep -a -c '^@@HB' "$log")
 		grep -q -a 'soft lockup' "$log" && { verdict=97; break; }
+		grep -q -a 'Kernel panic' "$log" && { sleep 2; verdict=96; break; }
 		if [ "$size" != "$last" ]; then last=$size idle=0; else idle=$((idle + 1)); fi
 		if [ "$beats" != "$lastb" ]; then
 			[ $nudged -eq 1 ] && echo "testhost: the test VM's heartbeat came back after the NMI" >&2
@@ -258,6 +260,10 @@ boot_once() {
 	wait $qpid
 	local rc=$?
 	wait $tpid 2>/dev/null
+	# The test VM's kernel died (panic=-1 and -no-reboot end QEMU) before the command ended.
+	if ! grep -q -a '^@@TESTHOST_EXIT=' "$log" && grep -q -a 'Kernel panic' "$log"; then
+		return 96
+	fi
 	return $rc
 }
 
@@ -277,6 +283,7 @@ for attempt in $(seq $attempts); do
 	99) echo "testhost: the test VM did not boot within ${boot_s}s (attempt $attempt)" >&2 ;;
 	98) echo "testhost: the command printed nothing for ${idle_s}s while the test VM ran: a test hung (attempt $attempt; the @@DIAG lines above say what ran)" >&2 ;;
 	97) echo "testhost: the test VM froze (no heartbeat for ${hb_s}s, or a soft lockup) and was stopped (attempt $attempt)" >&2 ;;
+	96) echo "testhost: the test VM's kernel panicked (its lines above; attempt $attempt)" >&2 ;;
 	*) break ;;
 	esac
 	done_before=$(grep -c '^@@PVT_R done ' "$work/carry")
