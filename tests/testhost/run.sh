@@ -206,7 +206,8 @@ where_cpu() {
 # nothing for idle_s seconds while the VM ran (its heartbeats came), 97 if
 # the VM itself froze (no heartbeat for hb_s seconds, or a soft lockup: a
 # nested-KVM-under-TCG VM has been seen to wedge, and a hung VM must not hold
-# CI for the whole timeout), 96 if its kernel panicked. The caller runs the
+# CI for the whole timeout), 96 if it ended before the command (its kernel
+# panicked, or QEMU died). The caller runs the
 # command again in a fresh VM.
 boot_once() {
 	: >"$log"
@@ -260,8 +261,10 @@ boot_once() {
 	wait $qpid
 	local rc=$?
 	wait $tpid 2>/dev/null
-	# The test VM's kernel died (panic=-1 and -no-reboot end QEMU) before the command ended.
-	if ! grep -q -a '^@@TESTHOST_EXIT=' "$log" && grep -q -a 'Kernel panic' "$log"; then
+	# The test VM ended before the command did: its kernel died (panic=-1 and -no-reboot end
+	# QEMU), or QEMU did (its timeout: 124).
+	if ! grep -q -a '^@@TESTHOST_EXIT=' "$log" && [ "$rc" -ne 124 ]; then
+		grep -q -a 'Kernel panic' "$log" || echo "testhost: QEMU ended (status $rc) before the command did" >&2
 		return 96
 	fi
 	return $rc
@@ -283,7 +286,7 @@ for attempt in $(seq $attempts); do
 	99) echo "testhost: the test VM did not boot within ${boot_s}s (attempt $attempt)" >&2 ;;
 	98) echo "testhost: the command printed nothing for ${idle_s}s while the test VM ran: a test hung (attempt $attempt; the @@DIAG lines above say what ran)" >&2 ;;
 	97) echo "testhost: the test VM froze (no heartbeat for ${hb_s}s, or a soft lockup) and was stopped (attempt $attempt)" >&2 ;;
-	96) echo "testhost: the test VM's kernel panicked (its lines above; attempt $attempt)" >&2 ;;
+	96) echo "testhost: the test VM ended before the command did (a kernel panic, or QEMU ended: the lines above; attempt $attempt)" >&2 ;;
 	*) break ;;
 	esac
 	done_before=$(grep -c '^@@PVT_R done ' "$work/carry")
