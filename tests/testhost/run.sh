@@ -120,16 +120,20 @@ else
 	# process is doing (@@DIAG lines), to tell a hung test from a hung VM.
 	# The console's byte count (the UART's tx) is the progress it watches.
 	diag() {
-		echo "@@DIAG the console carried nothing for ${1}s; the processes (pid state wchan command) and perfvisor's threads' kernel stacks:"
+		echo "@@DIAG the console carried nothing for ${1}s; every process but the kernel's threads (pid (comm) state ppid wchan: command; an exiting one has none), and the kernel stacks of perfvisor's threads and of any thread in D state:"
 		for p in /proc/[0-9]*; do
-			c=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null) && [ -n "$c" ] || continue
-			echo "@@DIAG ${p#/proc/} $(cut -d' ' -f3 "$p/stat" 2>/dev/null) $(cat "$p/wchan" 2>/dev/null) $c" | cut -c1-220
-			case "$c" in *perfvisor*)
-				for t in "$p"/task/*; do
-					echo "@@DIAG   thread ${t##*/} $(cut -d' ' -f2,3 "$t/stat" 2>/dev/null)"
-					sed 's/^/@@DIAG     /' "$t/stack" 2>/dev/null | head -n 8
-				done ;;
-			esac
+			# A process that ended meanwhile: its files are gone (a subshell, so a
+			# failed redirection ends only it). The kernel's threads: kthreadd's children.
+			st=$( (cut -d' ' -f1-4 <"$p/stat") 2>/dev/null) || continue
+			case " $st " in *" 2 " | " 2 "*) continue ;; esac
+			c=$( (tr '\0' ' ' <"$p/cmdline") 2>/dev/null)
+			echo "@@DIAG $st $(cat "$p/wchan" 2>/dev/null): $c" | cut -c1-220
+			for t in "$p"/task/*; do
+				ts=$(cut -d' ' -f2,3 "$t/stat" 2>/dev/null)
+				case "$ts $c" in *" D "* | *perfvisor*) ;; *) continue ;; esac
+				echo "@@DIAG   thread ${t##*/} $ts"
+				sed 's/^/@@DIAG     /' "$t/stack" 2>/dev/null | head -n 8
+			done
 		done
 	}
 	(
