@@ -277,8 +277,8 @@ boot_once() {
 # Up to six boots. A rerun resumes: the test files an earlier attempt
 # finished (their verdicts, @@PVT_R lines, go in as /carry, an extra cpio
 # archive the kernel unpacks over the first) are not run again, and a
-# failure in one stays a failure. A later stall whose boot printed no
-# verdict at all ends it.
+# failure in one stays a failure. Two boots in a row that print no
+# verdict at all end it.
 set +e
 initrd="$work/initramfs.gz"
 : >"$work/carry"
@@ -297,11 +297,12 @@ for attempt in $(seq $attempts); do
 	grep -a '^@@PVT_R ' "$log" | tr -d '\r' | grep -E '^@@PVT_R (passed|failed|skips|done) [^ ]' >>"$work/carry"
 	done_now=$(grep -c '^@@PVT_R done ' "$work/carry")
 	verdicts=$(grep -a -c -E '^(PASS|FAIL) ' "$log")
-	# The first stall always gets a rerun; a later one only if its boot got further (a test
-	# file finished, or a case of one).
-	if [ $attempt -eq $attempts ] ||
-		{ [ $attempt -gt 1 ] && [ $qrc -ne 99 ] && [ "$done_now" -eq "$done_before" ] && [ "$verdicts" -eq 0 ]; }; then
-		[ $attempt -lt $attempts ] && echo "testhost: that attempt finished no test case: not trying again" >&2
+	# A rerun unless two boots in a row got nowhere (no test file finished, no case of one):
+	# a stall is seldom in the same place twice, a test that hangs every time is.
+	stuck=$((${stuck:-0} + 1))
+	[ $qrc -eq 99 ] || [ "$done_now" -ne "$done_before" ] || [ "$verdicts" -ne 0 ] && stuck=0
+	if [ $attempt -eq $attempts ] || [ $stuck -ge 2 ]; then
+		[ $attempt -lt $attempts ] && echo "testhost: two boots in a row finished no test case: not trying again" >&2
 		break
 	fi
 	echo "testhost: running the command again in a fresh test VM$([ "$done_now" -gt 0 ] && echo "; the $done_now test files finished so far are not run again")" >&2
