@@ -179,12 +179,15 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 	const void *payload = NULL;
 	size_t plen = 0, clen = 0, n;
 	void *cached = NULL;
+	char name[64];
 	bool cache =
 		cfg->kernel_cache && loader_linux_host_payload(img, size, cfg->decompress, &payload, &plen);
 	int rc;
 
 	/* The kernel cache: this payload's vmlinux from an earlier boot, checked (machine/kcache.c). */
-	if (cache && kcache_get(cfg->kernel_cache, payload, plen, mem->size, &cached, &clen, out->cache,
+	if (cache)
+		kcache_name(payload, plen, name, sizeof(name));
+	if (cache && kcache_get(cfg->kernel_cache, name, mem->size, &cached, &clen, out->cache,
 				sizeof(out->cache)) == 0)
 		cache = false;
 	rc = kernel_error(loader_load_linux_with(img, size, mem, cfg->decompress, cached, clen, &lx, err),
@@ -193,7 +196,7 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 	if (!rc && cache && lx.host_decompressed) {
 		char why[sizeof(out->cache)];
 
-		kcache_put(cfg->kernel_cache, payload, plen, lx.vmlinux, lx.vmlinux_len, why, sizeof(why));
+		kcache_put(cfg->kernel_cache, name, lx.vmlinux, lx.vmlinux_len, why, sizeof(why));
 		n = strlen(out->cache);
 		snprintf(out->cache + n, sizeof(out->cache) - n, "; %s", why);
 	}

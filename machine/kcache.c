@@ -6,8 +6,8 @@
  * instead of decoding it again (xz: about 1 s of CPU for Debian's kernel).
  *
  * A file is "vmlinux-KEY-LEN" (KEY: the payload's XXH3-64, LEN: its
- * length, both in hex): a header (magic, the vmlinux's length and XXH3-64)
- * and the vmlinux. It is written to a temporary name and renamed, so a
+ * length, both in hex): the vmlinux, then a trailer (magic, the vmlinux's
+ * length and XXH3-64), read back whole by the loader's own reader. It is written to a temporary name and renamed, so a
  * reader sees it whole or not at all; a file whose length or checksum is
  * wrong is removed and the payload decoded again. At most KCACHE_KEEP
  * files stay: adding one removes the least recently used (a hit touches
@@ -30,24 +30,24 @@
 #define KCACHE_MAGIC "PVKCACH1"
 #define KCACHE_KEEP 4
 
-struct kcache_header {
+/* After the vmlinux, so that the file read whole is the vmlinux the loader takes (and frees). */
+struct kcache_trailer {
 	char magic[8];
-	uint64_t len;	/* the vmlinux's bytes, after this header */
+	uint64_t len;	/* the vmlinux's bytes, before this trailer */
 	uint64_t xxh3;	/* XXH3-64 of those bytes */
 	uint64_t spare; /* 0 */
 };
 
-static void name_of(const void *payload, size_t payload_len, char *name, size_t size)
+void kcache_name(const void *payload, size_t payload_len, char *name, size_t size)
 {
 	snprintf(name, size, "vmlinux-%016" PRIx64 "-%zx", (uint64_t)XXH3_64bits(payload, payload_len),
 		 payload_len);
 }
 
-static int full_io(int fd, void *buf, size_t len, bool write_it)
+static int write_full(int fd, const void *buf, size_t len)
 {
 	for (size_t done = 0; done < len;) {
-		ssize_t n = write_it ? write(fd, (const uint8_t *)buf + done, len - done)
-				     : read(fd, (uint8_t *)buf + done, len - done);
+		ssize_t n = write(fd, (const uint8_t *)buf + done, len - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -58,63 +58,56 @@ static int full_io(int fd, void *buf, size_t len, bool write_it)
 	return 0;
 }
 
-int kcache_get(const char *dir, const void *payload, size_t payload_len, uint64_t cap, void **vmlinux,
-	       size_t *len, char *why, size_t whylen)
+int kcache_get(const char *dir, const char *name, uint64_t cap, void **vmlinux, size_t *len, char *why,
+	       size_t whylen)
 {
-	struct kcache_header h;
-	char name[64];
-	uint8_t *buf;
-	int dfd, fd, rc;
+	struct kcache_trailer t;
+	struct errbuf e;
+	struct stat st;
+	char path[4200];
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	int rc = stat(dir, &st) < 0 ? errno : S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
 
 	*vmlinux = NULL;
 	*len = 0;
-	name_of(payload, payload_len, name, sizeof(name));
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		snprintf(why, whylen, "no cache yet (%s: %s)", dir, strerror(errno));
+	if (rc) {
+		snprintf(why, whylen, "no cache yet (%s: %s)", dir, strerror(rc));
 		return -ENOENT;
 	}
-	fd = openat(dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0) {
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	/* The loader's own reader: a regular file, at most guest RAM (and the trailer). */
+	rc = loader_read_file(path, "kernel cache file", cap + sizeof(t), (void **)&buf, &n, &e);
+	if (rc == -ENOENT) {
 		snprintf(why, whylen, "not in the cache");
-		close(dfd);
 		return -ENOENT;
 	}
-	rc = full_io(fd, &h, sizeof(h), false);
-	if (!rc && (memcmp(h.magic, KCACHE_MAGIC, sizeof(h.magic)) || h.len == 0))
+	if (!rc && n <= sizeof(t))
 		rc = -EBADMSG;
-	/* Whole, but more than this guest's RAM: kept for a larger guest; the loader says why not. */
-	if (!rc && h.len > cap)
-		rc = -E2BIG;
-	buf = rc ? NULL : malloc((size_t)h.len);
-	if (!rc && !buf)
-		rc = -ENOMEM;
-	if (!rc)
-		rc = full_io(fd, buf, (size_t)h.len, false);
-	/* Nothing may follow the vmlinux: a longer file is not one this code wrote. */
-	if (!rc && read(fd, &h.spare, 1) != 0)
-		rc = -EBADMSG;
-	if (!rc && XXH3_64bits(buf, (size_t)h.len) != h.xxh3)
-		rc = -EBADMSG;
-	close(fd);
+	if (!rc) {
+		n -= sizeof(t);
+		memcpy(&t, buf + n, sizeof(t));
+		/* A wrong length or checksum: cut short, damaged, or not a file this code wrote. */
+		if (memcmp(t.magic, KCACHE_MAGIC, sizeof(t.magic)) || t.len != n ||
+		    XXH3_64bits(buf, n) != t.xxh3)
+			rc = -EBADMSG;
+	}
 	if (rc) {
 		free(buf);
-		/* Damaged (or not ours): removed, so the decoder's result replaces it. */
+		/* Damaged: removed, so the decoder's result replaces it. Too large: kept for a larger guest. */
 		if (rc == -EBADMSG || rc == -EIO)
-			unlinkat(dfd, name, 0);
-		snprintf(why, whylen, "%s/%s %s: decoding again", dir, name,
+			unlink(path);
+		snprintf(why, whylen, "%s %s: decoding again", path,
 			 rc == -EBADMSG || rc == -EIO ? "was damaged (removed)"
 			 : rc == -E2BIG		      ? "is larger than guest memory"
 						      : strerror(-rc));
-		close(dfd);
 		return -ENOENT;
 	}
 	/* Recently used: the last to be removed. */
-	utimensat(dfd, name, NULL, 0);
-	close(dfd);
-	snprintf(why, whylen, "read from the kernel cache %s/%s", dir, name);
+	utimensat(AT_FDCWD, path, NULL, 0);
+	snprintf(why, whylen, "read from the kernel cache %s", path);
 	*vmlinux = buf;
-	*len = (size_t)h.len;
+	*len = n;
 	return 0;
 }
 
@@ -148,15 +141,13 @@ static void make_room(int dfd)
 	}
 }
 
-int kcache_put(const char *dir, const void *payload, size_t payload_len, const void *vmlinux, size_t len,
-	       char *why, size_t whylen)
+int kcache_put(const char *dir, const char *name, const void *vmlinux, size_t len, char *why, size_t whylen)
 {
-	struct kcache_header h = { .len = len, .xxh3 = XXH3_64bits(vmlinux, len) };
-	char name[64], tmp[80];
+	struct kcache_trailer t = { .len = len, .xxh3 = XXH3_64bits(vmlinux, len) };
+	char tmp[300];
 	int dfd, fd, rc;
 
-	memcpy(h.magic, KCACHE_MAGIC, sizeof(h.magic));
-	name_of(payload, payload_len, name, sizeof(name));
+	memcpy(t.magic, KCACHE_MAGIC, sizeof(t.magic));
 	/* The directory and its parents, owner-only where this makes them. */
 	for (char *p = strchr(dir + 1, '/');; p = strchr(p + 1, '/')) {
 		char part[4096];
@@ -175,9 +166,9 @@ int kcache_put(const char *dir, const void *payload, size_t payload_len, const v
 	make_room(dfd);
 	snprintf(tmp, sizeof(tmp), "%s.%d", name, (int)getpid());
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	rc = fd < 0 ? -errno : full_io(fd, &h, sizeof(h), true);
+	rc = fd < 0 ? -errno : write_full(fd, vmlinux, len);
 	if (!rc)
-		rc = full_io(fd, (void *)vmlinux, len, true);
+		rc = write_full(fd, &t, sizeof(t));
 	if (fd >= 0 && close(fd) < 0 && !rc)
 		rc = -errno;
 	if (!rc && renameat(dfd, tmp, dfd, name) < 0)

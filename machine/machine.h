@@ -207,17 +207,17 @@ struct loader_linux {
 
 /*
  * The kernel cache (machine/kcache.c, docs/boot.md): the vmlinux of a
- * bzImage's payload kept in the directory `dir` under the payload's XXH3.
- * kcache_get: 0 with the vmlinux (malloc()ed, checked against its stored
+ * bzImage's payload kept in the directory `dir` under the payload's XXH3
+ * (kcache_name: the file's name, computed once for both calls). kcache_get: 0 with the vmlinux (malloc()ed, checked against its stored
  * checksum, at most cap bytes), or -ENOENT (not there; or damaged, and then
  * removed). kcache_put: keep it (written whole, then renamed; the least
  * recently used of more than 4 removed); 0 or -errno. Both say what they
  * did in `why`; a failure only costs time. Main thread, before the guest runs.
  */
-int kcache_get(const char *dir, const void *payload, size_t payload_len, uint64_t cap, void **vmlinux,
-	       size_t *len, char *why, size_t whylen);
-int kcache_put(const char *dir, const void *payload, size_t payload_len, const void *vmlinux, size_t len,
-	       char *why, size_t whylen);
+void kcache_name(const void *payload, size_t payload_len, char *name, size_t size);
+int kcache_get(const char *dir, const char *name, uint64_t cap, void **vmlinux, size_t *len, char *why,
+	       size_t whylen);
+int kcache_put(const char *dir, const char *name, const void *vmlinux, size_t len, char *why, size_t whylen);
 
 /* "HdrS" at 0x202: a Linux kernel with a setup header. */
 bool loader_is_bzimage(const void *image, size_t size);
