@@ -54,11 +54,10 @@ TEST_NAME=$(basename "$0" .sh)
 pvt_cases=" $TEST_NAME $(sed -n 's/^# cases: *//p' "$0" | tr '\n' ' ') "
 T=$(mktemp -d /tmp/pvtest.XXXXXX)
 pvt_failures=0
-# perfvisor's kernel cache (--kernel-cache's default, docs/boot.md) stays out of the user's home:
-# the runner's, shared by the run's files (tests.sh), or this file's own.
-[ -n "${PVT_RESULTS:-}" ] || export XDG_CACHE_HOME="$T/xdg-cache"
 if [ -z "${PVT_RESULTS:-}" ]; then
-	# Run alone: results of its own, and the runner's header and summary.
+	# Run alone: results of its own, and the runner's header and summary; perfvisor's kernel
+	# cache (docs/boot.md) of its own too, never the user's (tests.sh keeps one for a run).
+	export XDG_CACHE_HOME="$T/xdg-cache"
 	pvt_own=$T.results
 	pvt_results "$pvt_own"
 	PVT_RESULTS=$pvt_own
