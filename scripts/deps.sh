@@ -30,7 +30,8 @@ abi=$(bash "$(dirname "$0")/debian-kernel-abi.sh" 2>/dev/null) && build_pkgs+=("
 # Test host: where /dev/kvm is missing (a kernel that is itself a PVM guest),
 # the integration tests boot Debian's kernel under QEMU (TCG, emulated SVM)
 # and run on the real KVM (kvm-amd) inside it. See docs/testing.md.
-testhost_pkgs=(qemu-system-x86 linux-image-amd64 busybox-static cpio)
+# QEMU itself is installed by testhost_qemu below: it must be 10 or newer.
+testhost_pkgs=(linux-image-amd64 busybox-static cpio)
 # Bench: QEMU microvm is the baseline the boot benchmark compares against.
 bench_pkgs=(qemu-system-x86)
 # Linux guests (scripts/linux-rootfs.sh, make run-linux): e2fsprogs's
@@ -50,19 +51,57 @@ for set in "${@:-build}"; do
 	esac
 done
 
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+
+# testhost_qemu: QEMU 10 or newer for the test host. Debian 12's own QEMU, 7.2,
+# freezes the test VM: its TCG, emulating SVM, now and then leaves the test
+# VM's CPU in a nested guest, or halted, with the test VM's own timer never
+# firing again (docs/testing.md, "Stalls"); 10.0 does not. Debian 12 has it
+# in bookworm-backports, added here from the mirror its own suite comes from;
+# Debian 13 has it in its own suite. Exits 1 if no QEMU 10 can be had.
+testhost_qemu() {
+	local v mirror
+	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || v=
+	if [ -n "$v" ] && dpkg --compare-versions "$v" ge 1:10; then return 0; fi
+	command -v apt-get >/dev/null || {
+		echo "deps.sh: the test host needs qemu-system-x86 10 or newer (here: ${v:-none}) and there is no apt-get" >&2
+		return 1
+	}
+	echo "deps.sh: installing qemu-system-x86 10 or newer for the test host (here: ${v:-none})"
+	# shellcheck disable=SC1091
+	. /etc/os-release
+	if [ "${VERSION_CODENAME:-}" = bookworm ]; then
+		if ! apt-cache policy 2>/dev/null | grep -q ' bookworm-backports/main '; then
+			mirror=$(apt-cache policy 2>/dev/null | awk '$3 == "bookworm/main" { print $2; exit }')
+			echo "deb ${mirror:-http://deb.debian.org/debian} bookworm-backports main" |
+				"${sudo[@]}" tee /etc/apt/sources.list.d/perfvisor-bookworm-backports.list >/dev/null
+		fi
+		"${sudo[@]}" apt-get update -qq >/dev/null
+		"${sudo[@]}" apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 >/dev/null
+	else
+		"${sudo[@]}" apt-get update -qq >/dev/null
+		"${sudo[@]}" apt-get install -y -qq --no-install-recommends qemu-system-x86 >/dev/null
+	fi
+	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || v=
+	if [ -z "$v" ] || ! dpkg --compare-versions "$v" ge 1:10; then
+		echo "deps.sh: the test host needs qemu-system-x86 10 or newer; this system offers ${v:-none}" >&2
+		return 1
+	fi
+}
+
 missing=()
 for p in "${want[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+case " $* " in *" testhost "*) testhost_qemu ;; esac
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null; then
 	echo "deps.sh: missing packages ${missing[*]} and no apt-get; install them by hand" >&2
 	exit 1
 fi
-sudo=()
-[ "$(id -u)" -eq 0 ] || sudo=(sudo)
 echo "deps.sh: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq >/dev/null
 "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -8,8 +8,8 @@
 # A stalled VM (docs/testing.md) is stopped and the command run again, resuming
 # where tests/integration/tests.sh left off.
 # Usage: tests/testhost/run.sh 'COMMAND'   (env: BUILD, TESTHOST_TIMEOUT,
-# TESTHOST_MEM, TESTHOST_CPUS (default 1: with 2, both TCG vCPUs have been seen
-# to wedge in soft lockups; docs/testing.md), TESTHOST_KEEP=1 keeps the work directory,
+# TESTHOST_MEM, TESTHOST_CPUS (default 1: with 2 under QEMU 7.2, both TCG vCPUs were
+# seen to wedge in soft lockups; docs/testing.md), TESTHOST_KEEP=1 keeps the work directory,
 # TESTHOST_DEBUG=' ' shows the kernel log, TESTHOST_EXTRA: host files to copy in at the
 # same path, e.g. /usr/bin/qemu-system-x86_64, with their shared libraries,
 # TESTHOST_USERLAND=gnu puts this machine's GNU coreutils, grep, sed, awk,
@@ -24,7 +24,9 @@ build=${BUILD:-build}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 timeout_s=${TESTHOST_TIMEOUT:-2400}
 
+# (QEMU 10 or newer among them: Debian 12's 7.2 freezes nested guests; docs/testing.md.)
 bash "$root/scripts/deps.sh" testhost
+echo "testhost: $(qemu-system-x86_64 --version | head -n 1)" >&2
 
 # Two test VMs at once on two cores starve each other into soft lockups:
 # concurrent callers wait here for their turn.
@@ -184,7 +186,9 @@ mkfifo "$mon.in" "$mon.out"
 # whether it is halted. The test VM's kernel runs at its link address
 # (nokaslr): 0xffffffff81000000 up for its text, 0xffffffffc0000000 up for
 # its modules (kvm-amd); other kernel addresses are a Linux guest's in the
-# nested VM (its KASLR). /proc/kallsyms in any test VM names the first two.
+# nested VM (its KASLR). A Linux guest of the same kernel without KASLR (host
+# decompression) runs at the same text addresses: the register dump cannot
+# tell the two apart. /proc/kallsyms in any test VM names the addresses.
 where_cpu() {
 	local i regs rip fl hlt whose
 	for i in 1 2 3; do
@@ -195,7 +199,7 @@ where_cpu() {
 		hlt=$(grep -o 'HLT=[01]' <<<"$regs" | head -n 1 | cut -d= -f2)
 		[ -n "$rip" ] || { echo "testhost: QEMU's monitor did not answer"; return; }
 		case "$rip" in
-		ffffffff8[12]*) whose="the test VM's kernel" ;;
+		ffffffff8[12]*) whose="kernel text: the test VM's, or a Linux guest's without KASLR" ;;
 		ffffffff[cdef]*) whose="a module of the test VM's kernel" ;;
 		ffffffff*) whose="not the test VM's kernel: a Linux guest's in the nested VM" ;;
 		*) whose="user space, or the nested guest" ;;
