@@ -202,7 +202,7 @@ where_cpu() {
 		ffffffff8[12]*) whose="kernel text: the test VM's, or a Linux guest's without KASLR" ;;
 		ffffffff[cdef]*) whose="a module of the test VM's kernel" ;;
 		ffffffff*) whose="not the test VM's kernel: a Linux guest's in the nested VM" ;;
-		*) whose="user space, or the nested guest" ;;
+		*) whose="not kernel text: user space, the nested guest, or firmware and early boot" ;;
 		esac
 		echo "testhost: the test VM's CPU: RIP $rip ($whose), interrupts $([ $((0x${fl:-0} & 0x200)) -ne 0 ] && echo on || echo off)$([ "$hlt" = 1 ] && echo ", halted")"
 		sleep 1
@@ -233,7 +233,12 @@ boot_once() {
 		t=$((t + 1))
 		if [ $booted -eq 0 ]; then
 			grep -q -a '^testhost: ' "$log" && booted=1
-			[ $booted -eq 0 ] && [ $t -ge "$boot_s" ] && { verdict=99; break; }
+			# Where its CPU is (its console, shown above, has only the kernel's errors: quiet).
+			if [ $booted -eq 0 ] && [ $t -ge "$boot_s" ]; then
+				where_cpu >&2
+				verdict=99
+				break
+			fi
 			continue
 		fi
 		# Progress is what the command prints: kernel lines (soft-lockup
