@@ -54,22 +54,28 @@ done
 sudo=()
 [ "$(id -u)" -eq 0 ] || sudo=(sudo)
 export DEBIAN_FRONTEND=noninteractive
+# apt_install [APT-GET ARGS] PACKAGE...: quietly, without recommends.
+apt_install() {
+	"${sudo[@]}" apt-get update -qq >/dev/null
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
 
 # testhost_qemu: QEMU 10 or newer for the test host. Debian 12's own QEMU, 7.2,
 # freezes the test VM: its TCG, emulating SVM, now and then leaves the test
 # VM's CPU in a nested guest, or halted, with the test VM's own timer never
-# firing again (docs/testing.md, "Stalls"); 10.0 does not. Debian 12 has it
-# in bookworm-backports, added here from the mirror its own suite comes from;
-# Debian 13 has it in its own suite. Exits 1 if no QEMU 10 can be had.
+# firing again (docs/testing.md); 10.0 seldom does. Debian 12 has it in
+# bookworm-backports, added here from the mirror its own suite comes from;
+# Debian 13 has it in its own suite. Returns 1 if no QEMU 10 can be had.
+qemu_version() { dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null || true; }
+qemu_is_10() { local v; v=$(qemu_version); [ -n "$v" ] && dpkg --compare-versions "$v" ge 1:10; }
 testhost_qemu() {
-	local v mirror
-	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || v=
-	if [ -n "$v" ] && dpkg --compare-versions "$v" ge 1:10; then return 0; fi
+	local mirror from=()
+	qemu_is_10 && return 0
 	command -v apt-get >/dev/null || {
-		echo "deps.sh: the test host needs qemu-system-x86 10 or newer (here: ${v:-none}) and there is no apt-get" >&2
+		echo "deps.sh: the test host needs qemu-system-x86 10 or newer (here: $(qemu_version)) and there is no apt-get" >&2
 		return 1
 	}
-	echo "deps.sh: installing qemu-system-x86 10 or newer for the test host (here: ${v:-none})"
+	echo "deps.sh: installing qemu-system-x86 10 or newer for the test host (here: $(qemu_version))"
 	# shellcheck disable=SC1091
 	. /etc/os-release
 	if [ "${VERSION_CODENAME:-}" = bookworm ]; then
@@ -78,17 +84,13 @@ testhost_qemu() {
 			echo "deb ${mirror:-http://deb.debian.org/debian} bookworm-backports main" |
 				"${sudo[@]}" tee /etc/apt/sources.list.d/perfvisor-bookworm-backports.list >/dev/null
 		fi
-		"${sudo[@]}" apt-get update -qq >/dev/null
-		"${sudo[@]}" apt-get install -y -qq --no-install-recommends -t bookworm-backports qemu-system-x86 >/dev/null
-	else
-		"${sudo[@]}" apt-get update -qq >/dev/null
-		"${sudo[@]}" apt-get install -y -qq --no-install-recommends qemu-system-x86 >/dev/null
+		from=(-t bookworm-backports)
 	fi
-	v=$(dpkg-query -W -f='${Version}' qemu-system-x86 2>/dev/null) || v=
-	if [ -z "$v" ] || ! dpkg --compare-versions "$v" ge 1:10; then
-		echo "deps.sh: the test host needs qemu-system-x86 10 or newer; this system offers ${v:-none}" >&2
+	apt_install "${from[@]}" qemu-system-x86
+	qemu_is_10 || {
+		echo "deps.sh: the test host needs qemu-system-x86 10 or newer; this system offers $(qemu_version)" >&2
 		return 1
-	fi
+	}
 }
 
 missing=()
@@ -103,5 +105,4 @@ if ! command -v apt-get >/dev/null; then
 	exit 1
 fi
 echo "deps.sh: installing ${missing[*]}"
-"${sudo[@]}" apt-get update -qq >/dev/null
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+apt_install "${missing[@]}"
