@@ -104,6 +104,19 @@ if [ -n "${PVT_CARRY:-}" ] && [ -s "$PVT_CARRY" ]; then
 	files=$(echo "$files" | while read -r f; do echo "$carried" | grep -qxF "$f" || echo "$f"; done)
 	echo "integration: resuming: $(echo "$carried" | wc -l | tr -d ' ') test files finished in an earlier test host are not run again ($(wc -l <"$R/passed" | tr -d ' ') passed, $(wc -l <"$R/failed" | tr -d ' ') failed there$(sed 's/^/ /' "$R/failed" | tr -d '\n' | sed 's/^./: /'))"
 fi
+# PVT_LINUX_IN=USERLAND (tests/integration/run.sh): this run's other test-host pass, with that
+# userland, boots the Linux guests; here each of their cases is skipped, saying so.
+if [ -n "${PVT_LINUX_IN:-}" ]; then
+	why="the Linux guests boot once a test-host run, in its $PVT_LINUX_IN pass (docs/testing.md)"
+	for f in $files; do
+		case "$f" in */linux/*) ;; *) continue ;; esac
+		c=$(cases_of "$f")
+		for k in ${c:-$(basename "$f" .sh)}; do echo "$k: $why" >>"$R/skips"; done
+	done
+	files=$(echo "$files" | grep -v '/linux/' || true)
+	n=$(grep -c -F "$why" "$R/skips" || true)
+	[ "$n" -eq 0 ] || echo "integration: $n Linux guest cases are left to the $PVT_LINUX_IN pass"
+fi
 [ -n "$names" ] && echo "integration: only $(echo "$files" | sed 's|.*/||; s|\.sh$||' | tr '\n' ' ')($(echo "$files" | wc -l | tr -d ' ') of $(all_tests | wc -l | tr -d ' ') tests)"
 : >"$R/times"
 t0=$(date +%s)
