@@ -1,17 +1,18 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Host-side profiling (docs/profiling.md) of other boot protocols: the bzImage with its ELF given as --symbols.
-# A run the nested test host gave so little CPU that it sampled fewer than 100 times (37 once, against
-# 240-590 usually) is run again, up to 3 times, and says so; the checks are those of the last run.
+# At task-clock:1ms the guest samples 76-79 times on kvm_pvm, 37-67 in the test host (2026-12-06); a run
+# that sampled fewer than 30 times is run again, up to 3 times, and says so; the checks are those of
+# the last run. (At 200 us the test host spent up to 48 s in KVM_RUN on this guest's 20 ms.)
 . "$(dirname "$0")/../lib.sh"
 
 try=1
 while :; do
 	rm -rf "$T/prof-lx2"
-	run profile-bzimage-symbols 120 "$PV" run --kernel "$G/linux.bzimage" --profile task-clock:200us \
+	run profile-bzimage-symbols 120 "$PV" run --kernel "$G/linux.bzimage" --profile task-clock:1ms \
 		--profile-output "$T/prof-lx2" --symbols "$G/linux.elf64" --timeout 100
 	n=$("$JC" samples <"$T/prof-lx2/profile.json" 2>/dev/null)
-	[ "${n:-0}" -ge 100 ] 2>/dev/null || [ $try -ge 3 ] || [ "$st" -ne 0 ] || {
+	[ "${n:-0}" -ge 30 ] 2>/dev/null || [ $try -ge 3 ] || [ "$st" -ne 0 ] || {
 		echo "  (profile-bzimage-symbols: run $try sampled only ${n:-no} times: running it again)"
 		try=$((try + 1))
 		continue
