@@ -104,10 +104,13 @@ if [ -n "${PVT_CARRY:-}" ] && [ -s "$PVT_CARRY" ]; then
 	files=$(echo "$files" | while read -r f; do echo "$carried" | grep -qxF "$f" || echo "$f"; done)
 	echo "integration: resuming: $(echo "$carried" | wc -l | tr -d ' ') test files finished in an earlier test host are not run again ($(wc -l <"$R/passed" | tr -d ' ') passed, $(wc -l <"$R/failed" | tr -d ' ') failed there$(sed 's/^/ /' "$R/failed" | tr -d '\n' | sed 's/^./: /'))"
 fi
-# PVT_LINUX_IN=USERLAND (tests/integration/run.sh): this run's other test-host pass, with that
-# userland, boots the Linux guests; here each of their cases is skipped, saying so.
-if [ -n "${PVT_LINUX_IN:-}" ]; then
-	why="the Linux guests boot once a test-host run, in its $PVT_LINUX_IN pass (docs/testing.md)"
+# PVT_SPLIT=busybox|gnu (tests/integration/run.sh, a test-host run with both userlands): each test
+# file runs in one of its passes. The gnu pass boots the Linux guests (the linux section), the
+# busybox pass runs every other section; each says what it leaves to the other (docs/testing.md).
+case "${PVT_SPLIT:-}" in
+"") ;;
+busybox)
+	why="the Linux guests boot once a test-host run, in its gnu pass (docs/testing.md)"
 	for f in $files; do
 		case "$f" in */linux/*) ;; *) continue ;; esac
 		c=$(cases_of "$f")
@@ -115,8 +118,15 @@ if [ -n "${PVT_LINUX_IN:-}" ]; then
 	done
 	files=$(echo "$files" | grep -v '/linux/' || true)
 	n=$(grep -c -F "$why" "$R/skips" || true)
-	[ "$n" -eq 0 ] || echo "integration: $n Linux guest cases are left to the $PVT_LINUX_IN pass"
-fi
+	[ "$n" -eq 0 ] || echo "integration: $n Linux guest cases are left to the gnu pass"
+	;;
+gnu)
+	n=$(echo "$files" | grep -c -v '/linux/' || true)
+	files=$(echo "$files" | grep '/linux/' || true)
+	[ "$n" -eq 0 ] || echo "integration: only the linux section here; the other sections' test files ($n) run in this run's busybox pass (docs/testing.md)"
+	;;
+*) echo "tests.sh: PVT_SPLIT must be busybox or gnu, not '$PVT_SPLIT'" >&2; exit 2 ;;
+esac
 [ -n "$names" ] && echo "integration: only $(echo "$files" | sed 's|.*/||; s|\.sh$||' | tr '\n' ' ')($(echo "$files" | wc -l | tr -d ' ') of $(all_tests | wc -l | tr -d ' ') tests)"
 : >"$R/times"
 t0=$(date +%s)
