@@ -90,6 +90,8 @@ run() {
 	st=$?
 }
 bad() { ok=0; echo "  $cur: $*"; }
+# skip_case CASE WHY: CASE is not run on this host, by knowledge; said, and listed in the summary.
+skip_case() { echo "SKIP $1: $2"; echo "$1: $2" >>"$PVT_RESULTS/skips"; }
 expect_status() { [ "$st" -eq "$1" ] || bad "exit status $st, expected $1"; }
 expect_out() { grep -q -- "$1" "$T/$cur.out" || bad "stdout lacks '$1'"; }
 expect_err() { grep -q -- "$1" "$T/$cur.err" || bad "stderr lacks '$1'"; }
@@ -139,7 +141,7 @@ linux_ready() {
 	lr_cases=$1; shift
 	if [ "$("$PV" host --kind)" = kvm_pvm ]; then
 		why="kvm_pvm emulates the guest's ring 0 (about 1 us an instruction) and a Linux kernel dies there on XSAVE (DESIGN §11)"
-		for c in $lr_cases; do echo "SKIP $c: $why"; echo "$c: $why" >>"$PVT_RESULTS/skips"; done
+		for c in $lr_cases; do skip_case "$c" "$why"; done
 		return 1
 	fi
 	lr_missing=
