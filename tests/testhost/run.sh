@@ -163,7 +163,8 @@ else
 	kill $hb 2>/dev/null
 	echo "@@TESTHOST_EXIT=$rc"
 fi
-poweroff -f
+# No ACPI (acpi=off below): the kernel's triple-fault reset (reboot=t) ends QEMU (-no-reboot).
+reboot -f
 INIT
 chmod +x "$r/init"
 (cd "$r" && find . | cpio -o -H newc --quiet) | gzip -1 > "$work/initramfs.gz"
@@ -176,6 +177,10 @@ boot_s=${TESTHOST_BOOT_TIMEOUT:-180}
 # nokaslr: a frozen VM's kernel RIP is then the same address in every boot.
 tsc_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
 timing="no_timer_check lpj=4000000 tsc=reliable nokaslr${tsc_khz:+ tsc_early_khz=$tsc_khz}"
+# acpi=off: under QEMU 10, microvm's ACPI tables left 2 of about 8 boots summing a table forever
+# (acpi_tb_verify_checksum) and one halting instead of powering off (docs/testing.md). Without
+# ACPI, microvm boots with qboot, whose MP table gives the kernel its IOAPIC.
+timing="$timing reboot=t"
 
 idle_s=${TESTHOST_IDLE_TIMEOUT:-300}
 hb_s=${TESTHOST_HEARTBEAT_TIMEOUT:-120}
@@ -223,12 +228,12 @@ boot_once() {
 	: >"$log"
 	timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
 		-accel tcg,thread=multi -cpu max -smp "${TESTHOST_CPUS:-1}" -m "${TESTHOST_MEM:-2048}" \
-		-M microvm -no-reboot -display none -monitor "pipe:$mon" -serial stdio \
+		-M microvm,acpi=off -no-reboot -display none -monitor "pipe:$mon" -serial stdio \
 		-kernel "$kernel" -initrd "$1" \
 		-append "console=ttyS0 ${TESTHOST_DEBUG:-quiet loglevel=3} panic=-1 $timing" </dev/null >"$log" 2>&1 &
 	local qpid=$!
 	# Heartbeats and the verdicts kept for a rerun are the harness's, not the reader's.
-	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e '^@@HB' -e '^@@PVT_R ' -e 'reboot: Power down' &
+	tail -n +1 -f --pid=$qpid "$log" | grep -a --line-buffered -v -e '^@@TESTHOST_EXIT=' -e '^@@HB' -e '^@@PVT_R ' -e 'reboot: Restarting system' &
 	local tpid=$! t=0 idle=0 size last=-1 beats lastb=-1 hbidle=0 nudged=0 booted=0 verdict=0 ended=0
 	while kill -0 $qpid 2>/dev/null; do
 		sleep 1
