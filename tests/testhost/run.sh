@@ -176,11 +176,10 @@ boot_s=${TESTHOST_BOOT_TIMEOUT:-180}
 # rate (TCG's TSC runs at the host's) and a preset delay loop instead.
 # nokaslr: a frozen VM's kernel RIP is then the same address in every boot.
 tsc_khz=$(awk -F: '/^cpu MHz/ { printf "%d", $2 * 1000; exit }' /proc/cpuinfo)
-timing="no_timer_check lpj=4000000 tsc=reliable nokaslr${tsc_khz:+ tsc_early_khz=$tsc_khz}"
-# acpi=off: under QEMU 10, microvm's ACPI tables left 2 of about 8 boots summing a table forever
-# (acpi_tb_verify_checksum) and one halting instead of powering off (docs/testing.md). Without
-# ACPI, microvm boots with qboot, whose MP table gives the kernel its IOAPIC.
-timing="$timing reboot=t"
+# reboot=t: the init's reboot triple-faults, and -no-reboot ends QEMU. The VM has no ACPI
+# (microvm,acpi=off): under QEMU 10 its ACPI tables left about 1 boot in 4 summing a table
+# forever (docs/testing.md); without it microvm boots with qboot, whose MP table has the IOAPIC.
+timing="no_timer_check lpj=4000000 tsc=reliable nokaslr reboot=t${tsc_khz:+ tsc_early_khz=$tsc_khz}"
 
 idle_s=${TESTHOST_IDLE_TIMEOUT:-300}
 hb_s=${TESTHOST_HEARTBEAT_TIMEOUT:-120}
@@ -248,8 +247,8 @@ boot_once() {
 			fi
 			continue
 		fi
-		# The command is done once its status is out: a test VM that then halts
-		# instead of powering off (its ACPI failed, docs/testing.md) is stopped.
+		# The command is done once its status is out: a test VM that then does
+		# not end by itself (its reset failed) is stopped 15 s later.
 		if grep -q -a '^@@TESTHOST_EXIT=' "$log"; then
 			ended=$((ended + 1))
 			[ $ended -ge 15 ] && { kill $qpid 2>/dev/null; break; }
