@@ -180,6 +180,20 @@ unsigned kvmsys_cpuid_add(const struct kvm_sys *k)
 	return ioctl(k->fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0 ? CPUID_ADD_TSC_DEADLINE : 0;
 }
 
+int kvmsys_coalesce_pio(const struct kvm_sys *k, int vm_fd, uint16_t port, uint32_t len)
+{
+	struct kvm_coalesced_mmio_zone z = { .addr = port, .size = len, .pio = 1 };
+	long page = sysconf(_SC_PAGESIZE);
+	int off = ioctl(k->fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_MMIO);
+
+	if (off <= 0 || ioctl(k->fd, KVM_CHECK_EXTENSION, KVM_CAP_COALESCED_PIO) <= 0 || page <= 0 ||
+	    (long)(off + 1) * page > k->vcpu_mmap_size)
+		return -EOPNOTSUPP;
+	if (ioctl(vm_fd, KVM_REGISTER_COALESCED_MMIO, &z) < 0)
+		return -errno;
+	return off;
+}
+
 uint32_t kvmsys_xsave_size(int vm_fd)
 {
 	int n = ioctl(vm_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE2);

@@ -3,7 +3,8 @@
  * The main thread's loop while the guest runs (mainloop.h): one poll over
  * the stop eventfd, the stop signals, standard input and the control
  * socket, woken at least every VM_STATS_VM_PERIOD_MS (or faster while
- * the profiler's rings need draining).
+ * the profiler's rings need draining); each wake-up also serves the port
+ * writes KVM coalesced.
  */
 #include "mainloop.h"
 
@@ -69,6 +70,8 @@ void vm_main_loop(const struct main_loop_env *e)
 		}
 		if (p[2].revents & (POLLIN | POLLHUP))
 			feed_stdin(e->input, &p[2]);
+		/* Output a guest left in KVM's ring and did not exit after (vcpu.h). */
+		pio_ring_drain(e->pio_ring);
 		api_service(e->api, e->api_env, &p[3], napi);
 		vm_profile_drain(e->prof);
 		vm_stats_refresh_running(e->stats);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "vcpu.h"
 #include "control.h"
 #include "vm_profile.h"
 #include "vm_stats.h"
@@ -25,6 +26,7 @@ struct main_loop_env {
 	const struct api_env *api_env;
 	struct vm_profile *prof;
 	struct vm_stats *stats;
+	struct pio_ring *pio_ring; /* drained on each wake-up (vcpu.h); NULL: none */
 };
 
 /* Until a stop is requested (the timeout and the stop signals request one themselves). Main thread. */

@@ -139,6 +139,41 @@ void vcpu_destroy(struct vcpu *v)
 	v->fd = -1;
 }
 
+/* ---- the coalesced-PIO ring ----------------------------------------------------------- */
+
+/* KVM_COALESCED_MMIO_MAX, whose PAGE_SIZE userspace lacks: the ring is one x86 page. */
+#define PIO_RING_MAX ((4096 - sizeof(struct kvm_coalesced_mmio_ring)) / sizeof(struct kvm_coalesced_mmio))
+
+void pio_ring_drain(struct pio_ring *r)
+{
+	struct kvm_coalesced_mmio_ring *ring = r ? r->ring : NULL;
+	uint32_t first;
+
+	/* KVM moves `last` (after the entry, with a write barrier); only a consumer moves `first`. */
+	if (!ring ||
+	    __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE) == __atomic_load_n(&ring->first, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&r->lock);
+	first = ring->first;
+	while (first != __atomic_load_n(&ring->last, __ATOMIC_ACQUIRE)) {
+		struct kvm_coalesced_mmio e = ring->coalesced_mmio[first % PIO_RING_MAX];
+		struct bus_access a = {
+			.addr = e.phys_addr,
+			.len = e.len > sizeof(e.data) ? sizeof(e.data) : e.len,
+			.is_write = true,
+			.data = e.data,
+		};
+
+		/* The entry is copied: KVM may reuse its slot once `first` moves past it. */
+		__atomic_store_n(&ring->first, (first + 1) % PIO_RING_MAX, __ATOMIC_RELEASE);
+		first = (first + 1) % PIO_RING_MAX;
+		if (e.pio)
+			(void)bus_dispatch(r->bus, BUS_PIO, &a);
+		r->served++;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
 /* ---- handling one exit ----------------------------------------------------------------- */
 
 static enum vcpu_outcome stop_with(struct vcpu_stop *stop, int status, const char *fmt, ...)
@@ -295,6 +330,8 @@ enum vcpu_outcome vcpu_run_once(struct vcpu *v, struct vcpu_stop *stop)
 	rc = v->ops->run(v);
 	saved_errno = errno;
 	vm_stats_leave_run(env->stats, v->index);
+	/* Writes KVM coalesced while the guest ran come before whatever this return brings. */
+	pio_ring_drain(env->pio_ring);
 	interrupted = rc < 0 || v->run->exit_reason == KVM_EXIT_INTR;
 	v->t_user =
 		vm_stats_account_run(env->stats, v->index, v->t_user, t0, interrupted, v->run->exit_reason);

@@ -23,8 +23,32 @@
 #include "vm_profile.h"
 #include "vm_stats.h"
 
+/*
+ * KVM's coalesced-PIO ring (KVM_CAP_COALESCED_PIO), one page every vCPU's
+ * kvm_run mapping shows: the port writes of a zone registered with
+ * KVM_REGISTER_COALESCED_MMIO (the UART's THR) are appended there instead
+ * of exiting. Any thread drains it, in order, through the bus: every vCPU
+ * after each return from KVM_RUN, before it handles that exit (so a device
+ * sees its accesses in the order the guest made them, and a read that exits
+ * finds every write before it served), and the main thread on each wake-up
+ * (so output a guest left there and never exited after still comes out).
+ */
+struct pio_ring {
+	struct kvm_coalesced_mmio_ring *ring; /* NULL: no coalescing (unit tests, an older KVM) */
+	pthread_mutex_t lock;		      /* one consumer at a time */
+	const struct bus *bus;
+	uint64_t served; /* writes taken from it (under lock) */
+};
+
+/*
+ * Serve every write in the ring (a no-op when it is empty or absent). Any
+ * thread; a write whose port no device takes is ignored, as an exit's is.
+ */
+void pio_ring_drain(struct pio_ring *r);
+
 /* What every vCPU thread shares; set up before the first one starts, read-only after. */
 struct vcpu_env {
+	struct pio_ring *pio_ring; /* NULL: none */
 	struct vmctl *ctl;
 	const struct bus *bus; /* frozen */
 	struct vm_stats *stats;

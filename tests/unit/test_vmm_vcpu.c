@@ -25,7 +25,8 @@
 
 struct fake_dev {
 	unsigned writes, reads;
-	uint64_t last; /* the last value written */
+	uint64_t last;	  /* the last value written */
+	uint64_t log[16]; /* the first values written, in order */
 };
 
 static int fake_access(void *opaque, struct bus_access *a)
@@ -36,6 +37,8 @@ static int fake_access(void *opaque, struct bus_access *a)
 		d->writes++;
 		d->last = 0;
 		memcpy(&d->last, a->data, a->len < 8 ? a->len : 8);
+		if (d->writes <= 16)
+			d->log[d->writes - 1] = d->last;
 	} else {
 		d->reads++;
 		memset(a->data, 0x5a, a->len);
@@ -187,6 +190,69 @@ Test(vcpu, port_write_goes_to_its_device)
 	cr_assert_eq(m.pio.last, 0x11);
 	cr_assert_eq(stat("io.fake"), 3, "each item counted against its device");
 	cr_assert_eq(stat("unhandled.io"), 0);
+}
+
+/* ---- the coalesced-PIO ring ---------------------------------------------------------- */
+
+#define RING_MAX ((4096 - sizeof(struct kvm_coalesced_mmio_ring)) / sizeof(struct kvm_coalesced_mmio))
+
+/* A ring page in m's machine: entries `first`..`last` (indices mod RING_MAX) hold port writes of `base`+i. */
+static struct kvm_coalesced_mmio_ring *ring_with(struct pio_ring *r, uint32_t first, uint32_t last,
+						 uint8_t base)
+{
+	struct kvm_coalesced_mmio_ring *ring = calloc(1, 4096);
+
+	cr_assert(ring);
+	for (uint32_t i = first, k = 0; i != last; i = (i + 1) % RING_MAX, k++)
+		ring->coalesced_mmio[i] = (struct kvm_coalesced_mmio){
+			.phys_addr = PORT, .len = 1, .pio = 1, .data = { (uint8_t)(base + k) }
+		};
+	ring->first = first;
+	ring->last = last;
+	*r = (struct pio_ring){ .ring = ring, .bus = &m.bus };
+	pthread_mutex_init(&r->lock, NULL);
+	m.env.pio_ring = r;
+	return ring;
+}
+
+Test(vcpu, coalesced_writes_are_served_in_order_before_the_exit)
+{
+	static const struct step steps[] = { { KVM_EXIT_IO, 0 } };
+	struct pio_ring r;
+	struct kvm_coalesced_mmio_ring *ring = ring_with(&r, 0, 5, 1);
+	struct vcpu_stop stop;
+
+	m.steps = steps;
+	m.nr_steps = 1;
+	cr_assert_eq(vcpu_run_once(&m.v, &stop), VCPU_HANDLED);
+	cr_assert_eq(m.pio.writes, 6, "five from the ring, then the exit's");
+	for (unsigned i = 0; i < 5; i++)
+		cr_assert_eq(m.pio.log[i], 1 + i, "ring write %u out of order", i);
+	cr_assert_eq(m.pio.log[5], 0x11, "the exit's write comes after the ring's");
+	cr_assert_eq(ring->first, 5, "the ring is given back");
+	cr_assert_eq(r.served, 5);
+	cr_assert_eq(stat("io.fake"), 1, "coalesced writes are not exits");
+	cr_assert_eq(stat("exit.io"), 1);
+	free(ring);
+}
+
+Test(vcpu, coalesced_ring_wraps_and_skips_mmio_entries)
+{
+	struct pio_ring r;
+	struct kvm_coalesced_mmio_ring *ring = ring_with(&r, RING_MAX - 2, 2, 10);
+
+	ring->coalesced_mmio[RING_MAX - 1].pio = 0; /* an MMIO entry: no port device serves it */
+	pio_ring_drain(&r);
+	cr_assert_eq(m.pio.writes, 3);
+	cr_assert_eq(m.pio.log[0], 10);
+	cr_assert_eq(m.pio.log[1], 12, "the MMIO entry (11) is skipped");
+	cr_assert_eq(m.pio.log[2], 13);
+	cr_assert_eq(ring->first, 2, "first wraps to meet last");
+	cr_assert_eq(r.served, 4);
+	pio_ring_drain(&r); /* empty now */
+	cr_assert_eq(m.pio.writes, 3);
+	pio_ring_drain(NULL); /* no ring */
+	free(ring);
 }
 
 Test(vcpu, unhandled_port_read_is_all_ones_and_counted)
