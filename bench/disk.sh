@@ -73,7 +73,7 @@ cmd="console=ttyS0 printk.time=1 panic=-1 pvinit.mods=1 pvinit=diskbench pvinit.
 # QEMU's microvm as bench/linux.sh boots it, with the disk on its virtio-mmio
 # transport (described in its DSDT, like perfvisor's).
 qemu="qemu-system-x86_64 -enable-kvm -cpu host,-arch-capabilities -smp $cpus -m $mem -M microvm
-	-nodefaults -no-user-config -display none -monitor none -serial stdio -no-reboot
+	-nodefaults -no-user-config -display none -monitor none -serial stdio -no-reboot -bios qboot.rom
 	-kernel $kernel -initrd $initrd
 	-drive file=$img,format=raw,if=none,id=d0,cache=$cache,aio=$aio -device virtio-blk-device,drive=d0"
 pvrun="$pv run --kernel $kernel --initrd $initrd --cpus $cpus --memory $mem --console stdio --disk path=$img"

@@ -74,7 +74,7 @@ cmd="console=ttyS0 printk.time=1 panic=-1 pvinit.mods=1 pvinit=net pvinit.netmb=
 # QEMU's microvm as bench/linux.sh and bench/disk.sh boot it, the NIC on its
 # virtio-mmio transport (described in its DSDT, like perfvisor's).
 qemu="qemu-system-x86_64 -enable-kvm -cpu host,-arch-capabilities -smp $cpus -m $mem -M microvm
-	-nodefaults -no-user-config -display none -monitor none -serial stdio -no-reboot
+	-nodefaults -no-user-config -display none -monitor none -serial stdio -no-reboot -bios qboot.rom
 	-kernel $kernel -initrd $initrd"
 qnic="-device virtio-net-device,netdev=n0,mac=$mac -netdev tap,id=n0,ifname=pvbench0,script=no,downscript=no,vhost"
 pvrun="$pv run --kernel $kernel --initrd $initrd --cpus $cpus --memory $mem --console stdio --verbose

@@ -90,16 +90,18 @@ if [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] && [ -z "${BENCH_TESTHO
 else
 	echo "bench: no usable /dev/kvm here: running in the test VM (tests/testhost/run.sh), KVM nested in QEMU TCG"
 	host="KVM nested in QEMU TCG: absolute numbers are not those of bare metal; read the ratios"
-	# QEMU in the test VM needs its firmware too: microvm's default (qboot.rom,
-	# for the -kernel cases) from this machine's qemu-system-data, at the same
-	# path (QEMU looks in BINDIR/../share/qemu). Only these: the test VM's
-	# root file system is an initramfs in its RAM.
+	# QEMU in the test VM needs its firmware too, at the same paths: qboot.rom
+	# (the -kernel baselines name it, bench/linux.sh), microvm's default
+	# bios-microvm.bin (QEMU 10's Debian package has SeaBIOS's, in
+	# /usr/share/seabios, where QEMU also looks) and the -kernel option ROM.
+	# Only these: the test VM's root file system is an initramfs in its RAM.
 	fw=
 	fwdir=$(cd "$(dirname "$qemu")/../share/qemu" 2>/dev/null && pwd || true)
-	for f in qboot.rom bios-microvm.bin; do
-		[ -n "$fwdir" ] && [ -e "$fwdir/$f" ] && fw="$fw $fwdir/$f"
+	for f in ${fwdir:+"$fwdir/qboot.rom" "$fwdir/bios-microvm.bin" "$fwdir/linuxboot_dma.bin"} \
+		/usr/share/seabios/bios-microvm.bin; do
+		[ -e "$f" ] && fw="$fw $f"
 	done
-	[ -n "$fw" ] || echo "bench: QEMU's microvm firmware (qboot.rom) not found: its -kernel baselines will fail" >&2
+	case "$fw" in *qboot.rom*) ;; *) echo "bench: QEMU's microvm firmware qboot.rom not found: its -kernel baselines will fail" >&2 ;; esac
 	# The snapshot bench keeps its guest and files in the test VM's RAM; there
 	# it measures the 256 MiB guest only (BENCH_SNAP_SIZES): under TCG a copy
 	# of a 1 GiB file takes one to two minutes while that guest runs, and its
