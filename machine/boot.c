@@ -190,7 +190,8 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 	if (cache && kcache_get(cfg->kernel_cache, name, mem->size, &cached, &clen, out->cache,
 				sizeof(out->cache)) == 0)
 		cache = false;
-	rc = kernel_error(loader_load_linux_with(img, size, mem, cfg->decompress, cached, clen, &lx, err),
+	rc = kernel_error(loader_load_linux_with(img, size, mem, cfg->decompress, cached, clen,
+						 cached ? kcache_release : NULL, &lx, err),
 			  cfg, err);
 	/* Decoded now: kept for the next boot. */
 	if (!rc && cache && lx.host_decompressed) {
@@ -213,6 +214,7 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 	if (!rc) {
 		out->vmlinux = lx.vmlinux;
 		out->vmlinux_len = lx.vmlinux_len;
+		out->vmlinux_release = lx.vmlinux_release;
 	} else {
 		loader_linux_fini(&lx);
 	}
@@ -221,9 +223,10 @@ static int load_linux(const void *img, size_t size, struct gmem *mem, const stru
 
 void boot_result_fini(struct boot_result *out)
 {
-	free(out->vmlinux);
+	loader_vmlinux_release(out->vmlinux, out->vmlinux_len, out->vmlinux_release);
 	out->vmlinux = NULL;
 	out->vmlinux_len = 0;
+	out->vmlinux_release = NULL;
 }
 
 /* Find the format; fill out->proto and out->why. 0, or -ENOEXEC naming what was looked for. */

@@ -70,8 +70,9 @@ static int load_guest(const uint8_t *pm, uint64_t kernel_len, const struct setup
  * decompressor would (without choosing a random address: no KASLR).
  */
 static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload fmt, const char *name,
-		     const struct setup_header *h, void *cached, size_t cached_len, struct gmem *mem,
-		     struct loader_linux *out, struct errbuf *err)
+		     const struct setup_header *h, void *cached, size_t cached_len,
+		     void (*release)(void *, size_t), struct gmem *mem, struct loader_linux *out,
+		     struct errbuf *err)
 {
 	uint64_t cap = h->init_size && h->init_size < mem->size ? h->init_size : mem->size;
 	struct loader_info info;
@@ -84,13 +85,14 @@ static int load_host(const uint8_t *payload, uint32_t len, enum loader_payload f
 		return rc;
 	rc = loader_load_elf_flags(elf, n, mem, PV_LB_HIGH_GPA, 0, &info, err ? &e2 : NULL);
 	if (rc) {
-		free(elf);
+		loader_vmlinux_release(elf, n, cached ? release : NULL);
 		return err ? errbuf_set(err, rc, "the decompressed %s payload (%zu bytes, the vmlinux): %s",
 					name, n, e2.msg)
 			   : rc;
 	}
 	out->vmlinux = elf;
 	out->vmlinux_len = n;
+	out->vmlinux_release = cached ? release : NULL;
 	out->host_decompressed = true;
 	out->entry64 = info.entry;
 	out->kernel_end = info.high;
@@ -190,11 +192,20 @@ int loader_linux_vmlinux(const void *image, size_t size, uint64_t cap, void **el
 	return loader_decompress(b.fmt, b.payload, b.h.payload_length, cap, elf, len, err);
 }
 
+void loader_vmlinux_release(void *vmlinux, size_t len, void (*release)(void *, size_t))
+{
+	if (vmlinux && release)
+		release(vmlinux, len);
+	else
+		free(vmlinux);
+}
+
 void loader_linux_fini(struct loader_linux *lx)
 {
-	free(lx->vmlinux);
+	loader_vmlinux_release(lx->vmlinux, lx->vmlinux_len, lx->vmlinux_release);
 	lx->vmlinux = NULL;
 	lx->vmlinux_len = 0;
+	lx->vmlinux_release = NULL;
 }
 
 bool loader_linux_host_payload(const void *image, size_t size, enum loader_decompress how,
@@ -212,11 +223,12 @@ bool loader_linux_host_payload(const void *image, size_t size, enum loader_decom
 int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
 		      struct loader_linux *out, struct errbuf *err)
 {
-	return loader_load_linux_with(image, size, mem, how, NULL, 0, out, err);
+	return loader_load_linux_with(image, size, mem, how, NULL, 0, NULL, out, err);
 }
 
 int loader_load_linux_with(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
-			   void *vmlinux, size_t len, struct loader_linux *out, struct errbuf *err)
+			   void *vmlinux, size_t len, void (*release)(void *, size_t),
+			   struct loader_linux *out, struct errbuf *err)
 {
 	const uint8_t *p = image;
 	struct bzimage b;
@@ -226,7 +238,7 @@ int loader_load_linux_with(const void *image, size_t size, struct gmem *mem, enu
 	memset(out, 0, sizeof(*out));
 	rc = parse_bzimage(image, size, &b, err);
 	if (rc || how == LOADER_DECOMPRESS_GUEST || !decodable(b.fmt)) {
-		free(vmlinux); /* not used */
+		loader_vmlinux_release(vmlinux, len, release); /* not used */
 		vmlinux = NULL;
 	}
 	if (rc)
@@ -243,7 +255,8 @@ int loader_load_linux_with(const void *image, size_t size, struct gmem *mem, enu
 				  "xz, gzip and zstd (use --kernel-decompress guest)",
 				  b.fmt == LOADER_PAYLOAD_NONE ? "absent (not compressed)" : b.name);
 	if (how != LOADER_DECOMPRESS_GUEST && decodable(b.fmt))
-		return load_host(b.payload, h.payload_length, b.fmt, b.name, &h, vmlinux, len, mem, out, err);
+		return load_host(b.payload, h.payload_length, b.fmt, b.name, &h, vmlinux, len, release, mem,
+				 out, err);
 	rc = load_guest(p + b.setup_len, b.kernel_len, &h, mem, out, err);
 	if (!rc && b.fmt == LOADER_PAYLOAD_NONE)
 		snprintf(out->how, sizeof(out->how), "no compressed payload: entry 0x%" PRIx64, out->entry64);

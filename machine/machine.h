@@ -203,20 +203,23 @@ struct loader_linux {
 	/* host_decompressed: that vmlinux (a profile reads its symbols), the caller's: loader_linux_fini() */
 	void *vmlinux;
 	size_t vmlinux_len;
+	void (*vmlinux_release)(void *vmlinux, size_t len); /* how it goes: NULL = free() */
 };
 
 /*
  * The kernel cache (machine/kcache.c, docs/boot.md): the vmlinux of a
  * bzImage's payload kept in the directory `dir` under the payload's XXH3
- * (kcache_name: the file's name, computed once for both calls). kcache_get: 0 with the vmlinux (malloc()ed, checked against its stored
- * checksum, at most cap bytes), or -ENOENT (not there; or damaged, and then
- * removed). kcache_put: keep it (written whole, then renamed; the least
+ * (kcache_name: the file's name, computed once for both calls). kcache_get: 0 with the vmlinux (the
+ * file mapped read-only, not read into a buffer: release it with
+ * kcache_release; checked against its stored checksum, at most cap bytes),
+ * or -ENOENT (not there; or damaged, and then removed). kcache_put: keep it (written whole, then renamed; the least
  * recently used of more than 4 removed); 0 or -errno. Both say what they
  * did in `why`; a failure only costs time. Main thread, before the guest runs.
  */
 void kcache_name(const void *payload, size_t payload_len, char *name, size_t size);
 int kcache_get(const char *dir, const char *name, uint64_t cap, void **vmlinux, size_t *len, char *why,
 	       size_t whylen);
+void kcache_release(void *vmlinux, size_t len);
 int kcache_put(const char *dir, const char *name, const void *vmlinux, size_t len, char *why, size_t whylen);
 
 /* "HdrS" at 0x202: a Linux kernel with a setup header. */
@@ -234,12 +237,14 @@ int loader_load_linux(const void *image, size_t size, struct gmem *mem, enum loa
 		      struct loader_linux *out, struct errbuf *err);
 /*
  * The same with the payload's vmlinux already decompressed (the kernel
- * cache's: `vmlinux`, malloc()ed, len bytes), used instead of decoding
- * the payload when it goes to the host; ownership passes in either case
- * (it ends in out->vmlinux, or is freed). Pure.
+ * cache's: `vmlinux`, len bytes, given back with release(vmlinux, len),
+ * or free() when release is NULL), used instead of decoding the payload
+ * when it goes to the host; ownership passes in either case (it ends in
+ * out->vmlinux, or is released). Pure.
  */
 int loader_load_linux_with(const void *image, size_t size, struct gmem *mem, enum loader_decompress how,
-			   void *vmlinux, size_t len, struct loader_linux *out, struct errbuf *err);
+			   void *vmlinux, size_t len, void (*release)(void *, size_t),
+			   struct loader_linux *out, struct errbuf *err);
 /*
  * A bzImage's compressed payload, when perfvisor would decompress it on the
  * host as `how` says: true, with *payload and *len; else false. Pure.
@@ -248,6 +253,8 @@ bool loader_linux_host_payload(const void *image, size_t size, enum loader_decom
 			       const void **payload, size_t *len);
 /* Free what loader_load_linux() left the caller (the decompressed vmlinux). */
 void loader_linux_fini(struct loader_linux *lx);
+/* Give a vmlinux back: release(vmlinux, len), or free() when release is NULL. NULL is harmless. */
+void loader_vmlinux_release(void *vmlinux, size_t len, void (*release)(void *, size_t));
 /*
  * A bzImage's vmlinux: its payload (xz, gzip or zstd) decompressed into a new
  * malloc()ed buffer of at most cap bytes (and the kernel's init_size). 0,
@@ -319,6 +326,7 @@ struct boot_result {
 	/* A bzImage decompressed on the host: its vmlinux (a profile's symbols), until boot_result_fini() */
 	void *vmlinux;
 	size_t vmlinux_len;
+	void (*vmlinux_release)(void *vmlinux, size_t len); /* NULL: free() */
 };
 
 /*
