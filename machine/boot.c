@@ -106,7 +106,7 @@ static int place_initrd(struct gmem *mem, const struct boot_config *cfg, const s
 				  ") and the end of usable memory (0x%" PRIx64 "); use a larger --memory",
 				  cfg->modules[0], len, lx->kernel_end, top);
 	}
-	memcpy(gmem_hva(mem, at, len ? len : 1), buf, len);
+	gmem_write(mem, at, buf, len);
 	free(buf);
 	out->mod_gpa[0] = at;
 	out->mod_len[0] = len;

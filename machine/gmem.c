@@ -86,6 +86,41 @@ int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
 	return 0;
 }
 
+void gmem_write(struct gmem *m, uint64_t gpa, const void *src, uint64_t len)
+{
+	const uint8_t *s = src;
+
+	while (m->fd >= 0 && len) {
+		ssize_t n = pwrite(m->fd, s, len, (off_t)gpa);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break; /* the rest through the mapping */
+		s += n;
+		gpa += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	if (len)
+		memcpy(gmem_hva(m, gpa, len), s, len);
+}
+
+void gmem_zero(struct gmem *m, uint64_t gpa, uint64_t len)
+{
+	uint64_t a = (gpa + GMEM_ALIGN - 1) & ~(GMEM_ALIGN - 1), b = (gpa + len) & ~(GMEM_ALIGN - 1);
+
+	if (m->fd >= 0 && b > a &&
+	    fallocate(m->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a, (off_t)(b - a)) == 0) {
+		if (a > gpa)
+			memset(gmem_hva(m, gpa, a - gpa), 0, a - gpa);
+		if (gpa + len > b)
+			memset(gmem_hva(m, b, gpa + len - b), 0, gpa + len - b);
+		return;
+	}
+	if (len)
+		memset(gmem_hva(m, gpa, len), 0, len);
+}
+
 void gmem_fini(struct gmem *m)
 {
 	if (m->hva)

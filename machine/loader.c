@@ -151,14 +151,12 @@ int loader_load_elf_flags(const void *image, size_t size, struct gmem *mem, uint
 
 	info->low = UINT64_MAX;
 	for (unsigned i = 0; i < f.phnum; i++) {
-		uint8_t *dst;
-
 		elf_phdr(&f, i, &p);
 		if (p.p_type != PT_LOAD || p.p_memsz == 0)
 			continue;
-		dst = gmem_hva(mem, p.p_paddr, p.p_memsz);
-		memcpy(dst, (const uint8_t *)image + p.p_offset, p.p_filesz);
-		memset(dst + p.p_filesz, 0, p.p_memsz - p.p_filesz);
+		/* check_phdr() found the segment inside RAM */
+		gmem_write(mem, p.p_paddr, (const uint8_t *)image + p.p_offset, p.p_filesz);
+		gmem_zero(mem, p.p_paddr + p.p_filesz, p.p_memsz - p.p_filesz);
 		if (p.p_paddr < info->low)
 			info->low = p.p_paddr;
 		if (p.p_paddr + p.p_memsz > info->high)

@@ -56,7 +56,7 @@ static int load_guest(const uint8_t *pm, uint64_t kernel_len, const struct setup
 			"the Linux kernel relocates to 0x%llx and needs 0x%x bytes there (init_size), "
 			"beyond guest memory (%" PRIu64 " MiB); use a larger --memory",
 			(unsigned long long)h->pref_address, h->init_size, mem->size >> 20);
-	memcpy(gmem_hva(mem, PV_LB_LINUX_LOAD, kernel_len), pm, kernel_len);
+	gmem_write(mem, PV_LB_LINUX_LOAD, pm, kernel_len);
 	out->info = (struct loader_info){ .entry = out->entry64,
 					  .low = PV_LB_LINUX_LOAD,
 					  .high = PV_LB_LINUX_LOAD + kernel_len,

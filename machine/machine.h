@@ -101,6 +101,16 @@ int gmem_init_private(struct gmem *m, int fd, uint64_t size, struct errbuf *err)
 void gmem_fini(struct gmem *m);
 /* Host pointer for [gpa, gpa+len) if it lies entirely in RAM, else NULL. Any thread. */
 void *gmem_hva(const struct gmem *m, uint64_t gpa, uint64_t len);
+/*
+ * Fill [gpa, gpa+len), which must lie in RAM (gmem_hva's check), with
+ * src's bytes, or with zeros. Through the memfd where there is one
+ * (pwrite, and a punched hole for the zeros' whole pages): the kernel
+ * fills the pages without a page fault of ours each, and fresh RAM needs
+ * no zeroing; else through the mapping. For loading a guest, before its
+ * vCPUs run: the setup thread.
+ */
+void gmem_write(struct gmem *m, uint64_t gpa, const void *src, uint64_t len);
+void gmem_zero(struct gmem *m, uint64_t gpa, uint64_t len);
 /* Bytes of guest RAM resident in host memory (mincore), 0 if unknown. Any thread. */
 uint64_t gmem_resident_bytes(const struct gmem *m);
 

@@ -101,6 +101,46 @@ Test(gmem, backed_by_the_memfd)
 	cr_assert_eq(lseek(mem.fd, 0, SEEK_END), (off_t)mem.size);
 }
 
+/* gmem_write and gmem_zero, through the memfd and (fd -1) through the mapping: the same bytes. */
+static void write_and_zero(void)
+{
+	static uint8_t src[3 * 4096 + 100];
+
+	for (size_t i = 0; i < sizeof(src); i++)
+		src[i] = (uint8_t)(i % 251 + 1);
+	memset(mem.hva + 0x10000, 0x5a, 0x10000);
+	gmem_write(&mem, 0x10123, src, sizeof(src));
+	cr_assert_arr_eq(mem.hva + 0x10123, src, sizeof(src), "written as given");
+	cr_assert_eq(mem.hva[0x10122], 0x5a, "not before");
+	cr_assert_eq(mem.hva[0x10123 + sizeof(src)], 0x5a, "not after");
+	/* Zeros from inside one page, over two whole pages, into a third. */
+	gmem_zero(&mem, 0x11010, 0x2100);
+	for (uint64_t a = 0x11010; a < 0x13110; a++)
+		cr_assert_eq(mem.hva[a], 0, "0x%llx not zeroed", (unsigned long long)a);
+	cr_assert_eq(mem.hva[0x1100f], src[0x1100f - 0x10123], "the bytes before the range stay");
+	cr_assert_eq(mem.hva[0x13110], src[0x13110 - 0x10123], "the bytes after the range stay");
+	gmem_zero(&mem, 0x18000, 0);  /* nothing */
+	gmem_zero(&mem, 0x18001, 10); /* within one page */
+	cr_assert_eq(mem.hva[0x18000], 0x5a);
+	cr_assert_eq(mem.hva[0x18001], 0);
+	cr_assert_eq(mem.hva[0x1800a], 0);
+	cr_assert_eq(mem.hva[0x1800b], 0x5a);
+}
+
+Test(gmem, write_and_zero_through_the_memfd)
+{
+	write_and_zero();
+}
+
+Test(gmem, write_and_zero_through_the_mapping)
+{
+	int fd = mem.fd;
+
+	mem.fd = -1; /* as RAM mapped from a snapshot's file */
+	write_and_zero();
+	mem.fd = fd;
+}
+
 Test(gmem, fini_resets_and_is_idempotent)
 {
 	gmem_fini(&mem);
