@@ -185,8 +185,8 @@ Test(kcache, a_cached_vmlinux_the_loader_does_not_use_goes_back_through_its_rele
 
 	cr_assert_eq(kcache_put(dir, "vmlinux-test", data, LEN, why, sizeof(why)), 0, "%s", why);
 	cr_assert_eq(get(1 << 20, &p, &n), 0, "%s", why);
-	cr_assert_neq(loader_load_linux_with(not_a_bzimage, sizeof(not_a_bzimage), NULL, LOADER_DECOMPRESS_AUTO,
-					     p, n, count_release, &lx, &err),
+	cr_assert_neq(loader_load_linux_with(not_a_bzimage, sizeof(not_a_bzimage), NULL,
+					     LOADER_DECOMPRESS_AUTO, p, n, count_release, &lx, &err),
 		      0);
 	cr_assert_eq(released, 1, "released once, through kcache_release, not free()");
 	loader_vmlinux_release(NULL, 0, count_release);
