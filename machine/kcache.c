@@ -75,29 +75,26 @@ void kcache_release(void *vmlinux, size_t len)
  */
 static int map_file(const char *path, uint64_t max, uint8_t **p, size_t *n)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW), rc = 0;
+	struct errbuf e;
+	size_t size;
 	void *m;
+	int fd, rc;
 
 	*p = NULL;
 	*n = 0;
-	if (fd < 0)
-		return errno == ELOOP ? -EINVAL : -errno;
-	if (fstat(fd, &st) < 0)
-		rc = -errno;
-	else if (!S_ISREG(st.st_mode))
-		rc = -EINVAL;
-	else if ((uint64_t)st.st_size > max)
-		rc = -E2BIG;
-	else if (st.st_size <= (off_t)sizeof(struct kcache_trailer))
+	/* The loader's own checks: a regular file (a link is not followed), at most max bytes. */
+	rc = loader_open_file(path, "kernel cache file", max, O_NOFOLLOW, &fd, &size, &e);
+	if (rc)
+		return rc;
+	if (size <= sizeof(struct kcache_trailer))
 		rc = -EBADMSG;
 	if (!rc) {
 		/* Read-only: a writable private mapping would be populated by copying every page. */
-		m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+		m = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
 		if (m == MAP_FAILED)
 			rc = -errno;
 		else
-			*p = m, *n = (size_t)st.st_size;
+			*p = m, *n = size;
 	}
 	close(fd);
 	return rc;

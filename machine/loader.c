@@ -219,41 +219,54 @@ int loader_elf_pvh_entry(const void *image, size_t size, uint64_t *entry, struct
 	return 0;
 }
 
-int loader_read_file(const char *path, const char *what, uint64_t max, void **out, size_t *len,
+int loader_open_file(const char *path, const char *what, uint64_t max, int flags, int *fd_out, size_t *size,
 		     struct errbuf *err)
 {
 	struct stat st;
-	uint8_t *buf = NULL;
-	size_t done = 0;
 	int fd, rc = 0;
 
-	*out = NULL;
-	*len = 0;
+	*fd_out = -1;
+	*size = 0;
 	/* Non-blocking: a FIFO (or a device) must be refused below, not wait forever in open(). */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
 	if (fd < 0)
 		return errbuf_set(err, -errno, "cannot open %s '%s': %s", what, path, strerror(errno));
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, &st) < 0)
 		rc = errbuf_set(err, -errno, "cannot stat %s '%s': %s", what, path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
+	else if (!S_ISREG(st.st_mode))
 		rc = errbuf_set(err, -EINVAL, "%s '%s' is not a regular file", what, path);
-		goto out;
-	}
-	if ((uint64_t)st.st_size > max) {
+	else if ((uint64_t)st.st_size > max)
 		rc = errbuf_set(err, -E2BIG,
 				"%s '%s' (%lld bytes) is larger than guest memory (%" PRIu64 " MiB)", what,
 				path, (long long)st.st_size, max >> 20);
-		goto out;
+	if (rc) {
+		close(fd);
+		return rc;
 	}
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
+	*fd_out = fd;
+	*size = (size_t)st.st_size;
+	return 0;
+}
+
+int loader_read_file(const char *path, const char *what, uint64_t max, void **out, size_t *len,
+		     struct errbuf *err)
+{
+	uint8_t *buf = NULL;
+	size_t done = 0, size;
+	int fd, rc;
+
+	*out = NULL;
+	*len = 0;
+	rc = loader_open_file(path, what, max, 0, &fd, &size, err);
+	if (rc)
+		return rc;
+	buf = malloc(size ? size : 1);
 	if (!buf) {
 		rc = errbuf_set(err, -ENOMEM, "out of memory reading '%s'", path);
 		goto out;
 	}
-	while (done < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + done, (size_t)st.st_size - done);
+	while (done < size) {
+		ssize_t n = read(fd, buf + done, size - done);
 
 		if (n < 0 && errno == EINTR)
 			continue;

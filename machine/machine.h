@@ -152,6 +152,14 @@ int loader_elf_pvh_entry(const void *image, size_t size, uint64_t *entry, struct
  * Read a whole regular file of at most `max` bytes into a malloc'd buffer.
  * `what` names it in messages ("kernel", "initrd"). 0 or -errno with a message.
  */
+/*
+ * Open `what` at path for reading (O_NONBLOCK, plus `flags`, e.g.
+ * O_NOFOLLOW) and check it is a regular file of at most max bytes: *fd and
+ * *size, or -errno with one line naming it (the fd then closed). The checks
+ * loader_read_file makes before it reads.
+ */
+int loader_open_file(const char *path, const char *what, uint64_t max, int flags, int *fd, size_t *size,
+		     struct errbuf *err);
 int loader_read_file(const char *path, const char *what, uint64_t max, void **buf, size_t *len,
 		     struct errbuf *err);
 /* Prefix err's message with "WHAT 'PATH': ". */

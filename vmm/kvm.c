@@ -180,7 +180,7 @@ unsigned kvmsys_cpuid_add(const struct kvm_sys *k)
 	return ioctl(k->fd, KVM_CHECK_EXTENSION, KVM_CAP_TSC_DEADLINE_TIMER) > 0 ? CPUID_ADD_TSC_DEADLINE : 0;
 }
 
-int kvmsys_coalesce_pio(const struct kvm_sys *k, int vm_fd, uint16_t port, uint32_t len)
+long kvmsys_coalesce_pio(const struct kvm_sys *k, int vm_fd, uint16_t port, uint32_t len)
 {
 	struct kvm_coalesced_mmio_zone z = { .addr = port, .size = len, .pio = 1 };
 	long page = sysconf(_SC_PAGESIZE);
@@ -191,7 +191,7 @@ int kvmsys_coalesce_pio(const struct kvm_sys *k, int vm_fd, uint16_t port, uint3
 		return -EOPNOTSUPP;
 	if (ioctl(vm_fd, KVM_REGISTER_COALESCED_MMIO, &z) < 0)
 		return -errno;
-	return off;
+	return (long)off * page;
 }
 
 uint32_t kvmsys_xsave_size(int vm_fd)

@@ -46,11 +46,11 @@ unsigned kvmsys_cpuid_add(const struct kvm_sys *k);
 /*
  * Have KVM keep the guest's writes of len bytes at port `port` in its
  * coalesced-PIO ring instead of exiting (KVM_REGISTER_COALESCED_MMIO, pio):
- * the ring's page offset in a vCPU's kvm_run mapping (> 0), -EOPNOTSUPP
+ * the ring's byte offset in a vCPU's kvm_run mapping (> 0), -EOPNOTSUPP
  * where KVM cannot (no KVM_CAP_COALESCED_PIO, or the page beyond the
  * mapping), or -errno.
  */
-int kvmsys_coalesce_pio(const struct kvm_sys *k, int vm_fd, uint16_t port, uint32_t len);
+long kvmsys_coalesce_pio(const struct kvm_sys *k, int vm_fd, uint16_t port, uint32_t len);
 /* Bytes of a vCPU's XSAVE state on this VM (KVM_CAP_XSAVE2, at least struct kvm_xsave's). */
 uint32_t kvmsys_xsave_size(int vm_fd);
 

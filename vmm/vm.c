@@ -98,7 +98,7 @@ static void log_setup(const struct vm *vm)
 static void coalesce_serial(struct vm *vm)
 {
 	const struct bus_range *r = bus_find(&vm->bus, BUS_PIO, COM1_THR);
-	int off;
+	long off;
 
 	vm->pio_ring_why = "no UART at 0x3f8";
 	if (!r || strcmp(r->name, "serial"))
@@ -109,8 +109,7 @@ static void coalesce_serial(struct vm *vm)
 						      : "KVM_REGISTER_COALESCED_MMIO failed";
 		return;
 	}
-	vm->pio_ring.ring = (struct kvm_coalesced_mmio_ring *)((uint8_t *)vm->vcpus[0].run +
-							       (size_t)off * sysconf(_SC_PAGESIZE));
+	vm->pio_ring.ring = (struct kvm_coalesced_mmio_ring *)((uint8_t *)vm->vcpus[0].run + off);
 	vm->pio_ring.bus = &vm->bus;
 	pthread_mutex_init(&vm->pio_ring.lock, NULL);
 	vm->venv.pio_ring = &vm->pio_ring;
