@@ -48,14 +48,18 @@ int util_api_request(int sock, const char *line, char *reply, size_t reply_len, 
 {
 	char cbuf[CMSG_SPACE(sizeof(int))];
 	size_t len = strlen(line), got = 0;
+	/*
+	 * The request and its newline in one message (a line that already
+	 * ends in '\n' is sent as is), so a reader sees the whole line at once.
+	 */
+	struct iovec req[2] = { { (void *)line, len }, { (void *)"\n", 1 } };
+	struct msghdr rq = { .msg_iov = req, .msg_iovlen = len && line[len - 1] == '\n' ? 1 : 2 };
 
 	if (fd_out)
 		*fd_out = -1;
 	if (reply_len == 0)
 		return errbuf_set(err, -EINVAL, "no reply buffer");
-	/* The request and its newline; a line that already ends in '\n' is sent as is. */
-	if (send(sock, line, len, MSG_NOSIGNAL) != (ssize_t)len ||
-	    (len == 0 || line[len - 1] != '\n' ? send(sock, "\n", 1, MSG_NOSIGNAL) != 1 : 0)) {
+	if (sendmsg(sock, &rq, MSG_NOSIGNAL) < 0) {
 		/*
 		 * The server may have answered and closed before taking the
 		 * whole line (it refuses overlong requests): read its reply.

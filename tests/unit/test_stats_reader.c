@@ -580,8 +580,13 @@ static void *fake_api_serve(void *arg)
 
 	if (c < 0)
 		return NULL;
-	n = read(c, a->got, sizeof(a->got) - 1);
-	a->got[n > 0 ? n : 0] = 0;
+	/* A line may come in more than one piece: read to its newline. */
+	for (size_t got = 0; got < sizeof(a->got) - 1; got += n) {
+		n = read(c, a->got + got, sizeof(a->got) - 1 - got);
+		a->got[got + (n > 0 ? n : 0)] = 0;
+		if (n <= 0 || strchr(a->got, '\n'))
+			break;
+	}
 	if (a->send_fd >= 0) {
 		struct cmsghdr *cm;
 
