@@ -170,6 +170,7 @@ static void transport(const uint8_t *d, size_t size, bool blk, bool net)
 	static const long frames[] = { -EAGAIN, 60, 1514, 9000, 70000, 5, -EIO, 12 };
 	struct virtio_net_params np = { .mac = { 0x52, 0x54, 0, 1, 2, 3 },
 					.offloads = VIRTIO_NET_OFFLOADS,
+					.ifname = "tap0", /* a state without a tap name is refused at load */
 					.io = { NULL, fake_rx, fake_tx, NULL } };
 	size_t img = size < 4096 ? size : 4096;
 	struct virtio_mmio *v;
