@@ -12,7 +12,9 @@ for t in "$@"; do
 			echo "ok   $bin: $(echo "$out" | grep -a 'Synthesis' | tail -n1)"
 		else
 			fail=$((fail + 1))
-			echo "FAIL $bin"; echo "$out" | tail -n 30
+			# The failed assertions first: a sanitizer's leak report after them can be long.
+			echo "FAIL $bin"; echo "$out" | grep -a -E '^\[(----|FAIL)\]' | head -n 40
+			echo "$out" | grep -a -v -E '^\[(----|FAIL)\]' | tail -n 20
 		fi
 	done
 done
