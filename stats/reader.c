@@ -342,6 +342,11 @@ static int copy_record(const uint8_t *rec, uint32_t size, uint8_t *buf)
 	uint64_t deadline = 0;
 
 	for (unsigned tries = 0;; tries++) {
+		/*
+		 * Busy only when an attempt begun after the deadline fails: a
+		 * reader descheduled past it tries once more first.
+		 */
+		uint64_t at = deadline ? util_now_ns() : 0;
 		uint32_t s1 = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
 
 		if (!(s1 & 1)) {
@@ -356,7 +361,7 @@ static int copy_record(const uint8_t *rec, uint32_t size, uint8_t *buf)
 		}
 		if (!deadline)
 			deadline = util_now_ns() + STATS_READ_TIMEOUT_NS;
-		else if (util_now_ns() >= deadline)
+		else if (at >= deadline)
 			return -EBUSY;
 		backoff(tries - STATS_READ_SPINS);
 	}
