@@ -58,6 +58,7 @@
 
 #define VQ_MAX_SIZE 32768u /* the largest queue size the spec allows */
 #define VQ_MAX_BUFS 128u   /* buffers in one chain (indirect ones included); more: dropped */
+#define VQ_SPAN_MAX 64u	   /* chains one request may fill (ops->span): 64 KiB in 1 KiB buffers */
 
 /* One queue as the driver set it up and the device walks it. */
 struct virtq {
@@ -128,6 +129,13 @@ enum vq_pop vq_pop(struct virtq *q, const struct dev_host *h, bool indirect, str
 /* Give a chain back: used element (head, len), then the used idx (release). 0 or -EFAULT. */
 int vq_push(struct virtq *q, const struct dev_host *h, uint16_t head, uint32_t len);
 /*
+ * Give n chains back at once: their used elements in order, then one used
+ * idx store, so the driver sees all of them or none (the buffers of one
+ * mergeable frame). 0 or -EFAULT.
+ */
+int vq_push_many(struct virtq *q, const struct dev_host *h, const uint16_t *head, const uint32_t *len,
+		 unsigned n);
+/*
  * After pushes that moved used idx from old_used to q->used_idx: does the
  * driver want an interrupt? event_idx: VIRTIO_F_EVENT_IDX negotiated
  * (used_event), else the avail ring's NO_INTERRUPT flag. Full barrier first.
@@ -159,6 +167,22 @@ struct virtio_backend_ops {
 	 * I/O thread.
 	 */
 	int (*handle)(void *be, unsigned q, const struct vq_chain *c, uint32_t *written);
+	/*
+	 * A queue whose requests may fill several chains (virtio-net's receive
+	 * queue with VIRTIO_NET_F_MRG_RXBUF): the writable bytes the next
+	 * request may need at most, or 0 (one chain per request, handle()).
+	 * NULL: always 0.
+	 */
+	uint32_t (*span)(void *be, unsigned q);
+	/*
+	 * One request into chains c[0..n-1], which hold span() bytes together
+	 * (fewer only when the driver has no more to give): returns how many
+	 * it filled, from the first (1..n), with each one's bytes in
+	 * written[]; -EAGAIN as handle() (every chain stays available);
+	 * another -errno drops the request (the first chain given back empty,
+	 * the others kept). I/O thread.
+	 */
+	int (*handle_span)(void *be, unsigned q, const struct vq_chain *c, unsigned n, uint32_t *written);
 	/*
 	 * A request handle() left in flight (it returned VIRTIO_ASYNC) has its
 	 * engine result: fill in its queue, head and bytes written and return

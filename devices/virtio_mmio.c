@@ -87,6 +87,7 @@ struct virtio_mmio {
 	struct virtio_counters c;			    /* each field accessed atomically */
 	struct virtio_queue_counters qc[VIRTIO_MAX_QUEUES]; /* likewise */
 	struct vlog_kind log[NR_LOGS];
+	struct vq_chain *span; /* VQ_SPAN_MAX chains for one request of a backend with span(), else NULL */
 	/* The statistics names of the device's own counters: the backend's, then the named queues'. */
 	unsigned nr_own;
 	const char *own_names[VIRTIO_MAX_OWN_STATS];
@@ -132,10 +133,16 @@ int virtio_mmio_create_backend(struct virtio_mmio **out, const struct virtio_bac
 	struct virtio_mmio *v = calloc(1, sizeof(*v));
 
 	*out = NULL;
-	if (!v || ops->nr_queues > VIRTIO_MAX_QUEUES ||
+	if (v && ops->span && !(v->span = calloc(VQ_SPAN_MAX, sizeof(*v->span)))) {
+		free(v);
+		v = NULL;
+	}
+	if (!v || ops->nr_queues > VIRTIO_MAX_QUEUES || (ops->span && !ops->handle_span) ||
 	    ops->nr_stats + (ops->queue_names ? 2 * ops->nr_queues : 0) > VIRTIO_MAX_OWN_STATS) {
 		int rc = v ? -EINVAL : -ENOMEM;
 
+		if (v)
+			free(v->span);
 		free(v);
 		free(be);
 		return rc;
@@ -166,6 +173,7 @@ void virtio_mmio_destroy(struct virtio_mmio *v)
 		return;
 	pthread_mutex_destroy(&v->lock);
 	free(v->be);
+	free(v->span);
 	free(v);
 }
 
@@ -346,6 +354,143 @@ static bool can_serve(struct virtio_mmio *v, unsigned qi)
 	       v->q[qi].ready;
 }
 
+/* After serving: the interrupt the driver wants; a queue left with work is served again after the others. */
+static void served(struct virtio_mmio *v, unsigned qi, uint16_t old_used, unsigned budget)
+{
+	if (vq_need_notify(&v->q[qi], &v->host, v->st.drv_features & F_EVENT_IDX, old_used))
+		raise_used(v, qi);
+	if (!budget && v->host.notify_queue)
+		v->host.notify_queue(v->host.opaque, qi); /* more may wait: after the others */
+}
+
+/* A malformed chain: given back empty, counted, logged (rate-limited). */
+static int drop_bad(struct virtio_mmio *v, unsigned qi, uint16_t head, enum vq_err e)
+{
+	COUNT(v, dropped);
+	vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, head, vq_err_name(e));
+	return vq_push(&v->q[qi], &v->host, head, 0);
+}
+
+/*
+ * Take the chains for one request of a span() queue: until they hold need
+ * bytes, the driver has no more, VQ_SPAN_MAX, or a malformed chain (given
+ * back at once when it comes first, counted in *budget, else left for the
+ * next round so that the chains taken stay the last ones taken). How
+ * many; -1: the queue is broken (nothing kept).
+ */
+static int gather(struct virtio_mmio *v, unsigned qi, uint32_t need, unsigned *budget, uint64_t *room,
+		  bool *empty)
+{
+	struct virtq *q = &v->q[qi];
+	bool indirect = v->st.drv_features & F_INDIRECT_DESC;
+	unsigned n = 0;
+	enum vq_err e;
+
+	*room = 0;
+	*empty = false;
+	while (n < VQ_SPAN_MAX && *room < need && *budget) {
+		enum vq_pop r = vq_pop(q, &v->host, indirect, &v->span[n], &e);
+
+		if (r == VQ_POP_BROKEN) {
+			q->last_avail -= n;
+			needs_reset(v, qi, e);
+			return -1;
+		}
+		if (r == VQ_POP_EMPTY) {
+			*empty = true;
+			break;
+		}
+		if (r == VQ_POP_BAD && n) {
+			q->last_avail--;
+			break;
+		}
+		if (r == VQ_POP_BAD) {
+			if (drop_bad(v, qi, v->span[0].head, e)) {
+				needs_reset(v, qi, VQ_E_RING);
+				return -1;
+			}
+			--*budget;
+			continue;
+		}
+		*room += v->span[n++].write_len;
+	}
+	return (int)n;
+}
+
+/*
+ * Serve a queue whose requests may fill several chains (virtio-net's
+ * receive queue with mergeable buffers): gather enough chains for the
+ * largest request, let the backend fill some, give those back together
+ * and keep the rest available. Under the lock.
+ */
+static void serve_span(struct virtio_mmio *v, unsigned qi, uint32_t need)
+{
+	struct virtq *q = &v->q[qi];
+	bool event_idx = v->st.drv_features & F_EVENT_IDX;
+	uint16_t old_used = q->used_idx, head[VQ_SPAN_MAX];
+	uint32_t written[VQ_SPAN_MAX];
+	unsigned budget = q->num;
+
+	while (budget) {
+		uint64_t room, bytes = 0;
+		bool empty;
+		int n = gather(v, qi, need, &budget, &room, &empty), used;
+
+		if (n < 0)
+			return;
+		if (!n && !empty)
+			break; /* the budget went on malformed chains */
+		if (!n) {
+			if (!event_idx || !vq_arm_event(q, &v->host))
+				break;
+			budget--;
+			continue;
+		}
+		budget--;
+		if (room < need && empty && (unsigned)n < q->num) {
+			/*
+			 * Too little room for the largest request, and the driver
+			 * can post more: wait for it. With EVENT_IDX, ask for a
+			 * notification at its next buffer, not at the ones taken.
+			 */
+			bool more = event_idx && vq_arm_event(q, &v->host);
+
+			q->last_avail -= (uint16_t)n;
+			if (more)
+				continue;
+			break;
+		}
+		used = v->ops->handle_span(v->be, qi, v->span, (unsigned)n, written);
+		if (used == -EAGAIN) {
+			q->last_avail -= (uint16_t)n; /* not now: every chain stays available */
+			budget = 1;
+			break;
+		}
+		if (used < 1 || used > n) {
+			COUNT(v, dropped);
+			used = 1;
+			written[0] = 0;
+		} else {
+			/* Never claim more than a chain holds (a backend's bug). */
+			for (int i = 0; i < used; i++) {
+				if (written[i] > v->span[i].write_len)
+					written[i] = 0;
+				bytes += written[i];
+			}
+			COUNT(v, requests);
+			__atomic_add_fetch(&v->c.bytes, bytes, __ATOMIC_RELAXED);
+		}
+		q->last_avail -= (uint16_t)(n - used); /* the chains not filled stay available */
+		for (int i = 0; i < used; i++)
+			head[i] = v->span[i].head;
+		if (vq_push_many(q, &v->host, head, written, (unsigned)used)) {
+			needs_reset(v, qi, VQ_E_RING);
+			return;
+		}
+	}
+	served(v, qi, old_used, budget);
+}
+
 /* Serve under the lock: at most one queue's worth of requests, then come back (another device's turn). */
 static void serve(struct virtio_mmio *v, unsigned qi)
 {
@@ -355,8 +500,13 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 	struct vq_chain c;
 	unsigned budget = q->num;
 	enum vq_err e;
+	uint32_t need = v->ops->span ? v->ops->span(v->be, qi) : 0;
 	int rc;
 
+	if (need) {
+		serve_span(v, qi, need);
+		return;
+	}
 	while (budget) {
 		enum vq_pop r = vq_pop(q, &v->host, indirect, &c, &e);
 		uint32_t written = 0;
@@ -374,8 +524,11 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 		}
 		budget--;
 		if (r == VQ_POP_BAD) {
-			COUNT(v, dropped);
-			vlog(v, LOG_DROPPED, "queue %u: request %u dropped: %s", qi, c.head, vq_err_name(e));
+			if (drop_bad(v, qi, c.head, e)) {
+				needs_reset(v, qi, VQ_E_RING);
+				return;
+			}
+			continue;
 		} else if ((rc = v->ops->handle(v->be, qi, &c, &written)) == VIRTIO_ASYNC) {
 			continue; /* pushed by virtio_mmio_complete() */
 		} else if (rc == -EAGAIN) {
@@ -394,10 +547,7 @@ static void serve(struct virtio_mmio *v, unsigned qi)
 			return;
 		}
 	}
-	if (vq_need_notify(q, &v->host, event_idx, old_used))
-		raise_used(v, qi);
-	if (!budget && v->host.notify_queue)
-		v->host.notify_queue(v->host.opaque, qi); /* more may wait: after the others */
+	served(v, qi, old_used, budget);
 }
 
 void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int64_t *res, unsigned n)

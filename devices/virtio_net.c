@@ -4,7 +4,8 @@
  * transmits; a frame is the 12-byte virtio_net_hdr then the Ethernet
  * frame, passed to and from the host (a tap opened with IFF_VNET_HDR) as
  * is, through struct virtio_net_io. Config space: the MAC and the link
- * status. No mergeable receive buffers: a frame fills one chain.
+ * status. With mergeable receive buffers (VIRTIO_NET_F_MRG_RXBUF) a frame
+ * fills as many receive chains as it needs, read straight into them; without, one.
  */
 #include "devices/virtio_internal.h"
 
@@ -18,7 +19,9 @@
 #define RXQ 0
 #define TXQ 1
 #define ETH_HDR 14u
-#define NUM_BUFFERS_OFF 10u /* of num_buffers in the header */
+#define ETH_FRAME_NO_GSO 1518u /* the largest frame without GSO: 1500 bytes, Ethernet and VLAN headers */
+#define NET_IOV_MAX 1024u      /* buffers of one readv() (UIO_MAXIOV) */
+#define NUM_BUFFERS_OFF 10u    /* of num_buffers in the header */
 #define STATUS_LINK_UP 1u
 
 struct net {
@@ -26,7 +29,9 @@ struct net {
 	struct virtio_net_params p;
 	char ifname[VIRTIO_NET_IFNAMSIZ];
 	bool link_up;
-	struct virtio_net_counters c; /* each field accessed atomically */
+	uint64_t features; /* the driver's, from DRIVER_OK (0 after a reset); under the transport's lock */
+	struct virtio_net_counters c;  /* each field accessed atomically */
+	struct iovec iov[NET_IOV_MAX]; /* one mergeable frame's buffers */
 };
 
 #define NCOUNT(n, field, v) __atomic_add_fetch(&(n)->c.field, (v), __ATOMIC_RELAXED)
@@ -91,6 +96,60 @@ static int net_rx(struct net *n, const struct vq_chain *c, uint32_t *written)
 	return 0;
 }
 
+/* With mergeable buffers: how many bytes a receive request may need (the transport gathers that much). */
+static uint32_t net_span(void *be, unsigned q)
+{
+	const struct net *n = be;
+
+	if (q != RXQ || !(n->features & VIRTIO_NET_F_MRG_RXBUF))
+		return 0;
+	/* The tap sends GSO frames only when the guest took GUEST_TSO* (net_activate). */
+	return VIRTIO_NET_HDR_LEN + (n->features & (VIRTIO_NET_F_GUEST_TSO4 | VIRTIO_NET_F_GUEST_TSO6)
+					     ? VIRTIO_NET_MAX_FRAME
+					     : ETH_FRAME_NO_GSO);
+}
+
+/* One frame from the host across receive chains c[0..nc-1]: how many it filled, num_buffers in its header. */
+static int net_rx_span(void *be, unsigned q, const struct vq_chain *c, unsigned nc, uint32_t *written)
+{
+	struct net *n = be;
+	uint64_t room = 0, left;
+	uint8_t nb[2];
+	unsigned used = 0;
+	int cnt = 0;
+	long len;
+
+	(void)q;
+	/* The header (and num_buffers) must lie in the first chain: one that cannot is given back empty. */
+	if (c[0].write_len < VIRTIO_NET_HDR_LEN + ETH_HDR)
+		return -EINVAL;
+	for (unsigned i = 0; i < nc && cnt + (c[i].n - c[i].nr_read) <= NET_IOV_MAX; i++) {
+		cnt += chain_iov(&c[i], c[i].nr_read, c[i].n, n->iov + cnt);
+		room += c[i].write_len;
+	}
+	len = n->p.io.rx(n->p.io.opaque, n->iov, cnt);
+	if (len < 0) {
+		if (len != -EAGAIN)
+			NCOUNT(n, rx_dropped, 1);
+		return -EAGAIN;
+	}
+	if ((uint64_t)len > room || len < VIRTIO_NET_HDR_LEN) {
+		/* Larger than every chain the driver gave (the tap truncated it): lost. */
+		NCOUNT(n, rx_dropped, 1);
+		return -EMSGSIZE;
+	}
+	for (left = (uint64_t)len; left; used++) {
+		written[used] = (uint32_t)(left < c[used].write_len ? left : c[used].write_len);
+		left -= written[used];
+	}
+	nb[0] = (uint8_t)used;
+	nb[1] = (uint8_t)(used >> 8);
+	iov_put(n->iov, cnt, NUM_BUFFERS_OFF, nb, sizeof(nb));
+	NCOUNT(n, rx_packets, 1);
+	NCOUNT(n, rx_bytes, (uint64_t)len - VIRTIO_NET_HDR_LEN);
+	return (int)used;
+}
+
 /* One frame from a TX chain's readable buffers to the host. */
 static int net_tx(struct net *n, const struct vq_chain *c)
 {
@@ -136,6 +195,7 @@ static void net_activate(void *be, uint64_t features)
 {
 	struct net *n = be;
 
+	n->features = features;
 	if (n->p.io.set_offloads)
 		n->p.io.set_offloads(n->p.io.opaque, features & n->p.offloads);
 }
@@ -164,6 +224,8 @@ static const struct virtio_backend_ops net_ops = {
 	.config_len = 8,
 	.read_config = net_read_config,
 	.handle = net_handle,
+	.span = net_span,
+	.handle_span = net_rx_span,
 	.reset = net_reset,
 	.activate = net_activate,
 	.nr_stats = sizeof(net_stat_names) / sizeof(net_stat_names[0]),
@@ -197,7 +259,7 @@ int virtio_net_create(struct virtio_mmio **out, const struct dev_host *host,
 	n->p.ifname = n->ifname;
 	/* The offered features depend on the tap: the table lives in the backend, freed with it. */
 	n->ops = net_ops;
-	n->ops.features = VIRTIO_NET_F_MAC | VIRTIO_NET_F_STATUS | p->offloads;
+	n->ops.features = VIRTIO_NET_F_MAC | VIRTIO_NET_F_MRG_RXBUF | VIRTIO_NET_F_STATUS | p->offloads;
 	if (p->name)
 		n->ops.name = p->name;
 	return virtio_mmio_create_backend(out, &n->ops, n, host);

@@ -200,18 +200,27 @@ enum vq_pop vq_pop(struct virtq *q, const struct dev_host *h, bool indirect, str
 	return *err == VQ_OK ? VQ_POP_CHAIN : VQ_POP_BAD;
 }
 
-int vq_push(struct virtq *q, const struct dev_host *h, uint16_t head, uint32_t len)
+int vq_push_many(struct virtq *q, const struct dev_host *h, const uint16_t *head, const uint32_t *len,
+		 unsigned n)
 {
 	uint8_t *used = used_ptr(q, h);
-	uint32_t elem[2] = { head, len };
 
 	if (!used)
 		return -EFAULT;
-	memcpy(used + 4 + 8ULL * (q->used_idx & (q->num - 1)), elem, sizeof(elem));
-	q->used_idx++;
-	/* Release: the element is visible before the idx that publishes it. */
+	for (unsigned i = 0; i < n; i++) {
+		uint32_t elem[2] = { head[i], len[i] };
+
+		memcpy(used + 4 + 8ULL * (q->used_idx & (q->num - 1)), elem, sizeof(elem));
+		q->used_idx++;
+	}
+	/* Release: the elements are visible before the idx that publishes them. */
 	__atomic_store_n((uint16_t *)(used + 2), q->used_idx, __ATOMIC_RELEASE);
 	return 0;
+}
+
+int vq_push(struct virtq *q, const struct dev_host *h, uint16_t head, uint32_t len)
+{
+	return vq_push_many(q, h, &head, &len, 1);
 }
 
 bool vq_need_notify(const struct virtq *q, const struct dev_host *h, bool event_idx, uint16_t old_used)

@@ -4,7 +4,8 @@
  * the virtio-mmio transport (devices/virtio_mmio.c, with virtio-rng,
  * virtio-blk or virtio-net behind it: devices/virtio_blk.c's request
  * parser, with a fake engine that checks every iovec and completes when
- * the program says; virtio-net's TX gather and RX fill, over a fake tap
+ * the program says; virtio-net's TX gather and RX fill (one chain, or
+ * several with mergeable buffers), over a fake tap
  * whose frames have lengths from the input), driven as a hostile guest
  * drives them. The input fills a 64 KiB
  * guest RAM and either sets up one queue anywhere in it (walker mode) or

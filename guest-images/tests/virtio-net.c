@@ -14,7 +14,10 @@
  * exchange must still work. pause_ms=M: after the exchange, print
  * "virtio-net: waiting", sleep M ms (a snapshot is taken meanwhile), then
  * exchange again. flood=N: then N UDP frames of 1442 bytes, 8 per
- * notification, and their rate.
+ * notification, and their rate. mergeable: negotiate MRG_RXBUF, post 16
+ * receive buffers of 256 bytes, and ping with 1000 bytes of payload: each
+ * reply spans 5 buffers, num_buffers says so, and the frame put together
+ * carries the payload sent.
  */
 #include "guest.h"
 
@@ -22,10 +25,16 @@
 #define NRX 8
 #define RXBUF 2048
 #define HDR 12
+#define MRG_NRX 16
+#define MRG_BUF 256
+#define F_MRG_RXBUF (1u << 15)
 
 static struct vio_queue rxq, txq;
 static struct vio_dev rx, tx;
 static uint8_t rxbuf[NRX][RXBUF] __attribute__((aligned(64)));
+static uint8_t rxsmall[MRG_NRX][MRG_BUF] __attribute__((aligned(64))), joined[HDR + 1514];
+static bool mrg;	      /* mergeable receive buffers negotiated */
+static uint32_t payload = 32; /* of each ICMP echo request */
 static uint8_t hdr[HDR], frame[1514], big[70000];
 static uint8_t txbuf[8][HDR + 1442] __attribute__((aligned(64)));
 static uint8_t mac[6], host_mac[6];
@@ -81,11 +90,46 @@ static bool parse_ip(const char *s, uint8_t *ip)
 	return *s == '\0' || *s == ' ';
 }
 
-/* Post receive buffer i. */
+/* Post receive buffer i (with mergeable buffers, small buffer i). */
 static void post_rx(unsigned i, uint32_t len)
 {
-	rxq.desc[i] = (struct vio_desc){ (uintptr_t)rxbuf[i], len, VIO_DESC_WRITE, 0 };
+	rxq.desc[i] = (struct vio_desc){ mrg ? (uintptr_t)rxsmall[i] : (uintptr_t)rxbuf[i],
+					 mrg ? MRG_BUF : len, VIO_DESC_WRITE, 0 };
 	vio_offer(&rx, (uint16_t)i);
+}
+
+/*
+ * With mergeable buffers: the frame whose first buffer is the next used
+ * one, put together in joined[] from its num_buffers buffers (all used
+ * already: the device publishes them at once); its length, or 0. Every
+ * buffer is posted again.
+ */
+static uint32_t take_merged(void)
+{
+	uint32_t slot = rx_seen % rx.num, id = rxq.used_ring[slot].id, len = rxq.used_ring[slot].len,
+		 total = 0;
+	uint16_t nb = id < MRG_NRX ? (uint16_t)(rxsmall[id][10] | rxsmall[id][11] << 8) : 0;
+	uint16_t ready = (uint16_t)(__atomic_load_n(&rxq.used_idx, __ATOMIC_ACQUIRE) - rx_seen);
+	bool whole = nb >= 1 && nb <= ready;
+
+	for (uint16_t k = 0; k < (whole ? nb : 1); k++) {
+		slot = rx_seen++ % rx.num;
+		id = rxq.used_ring[slot].id;
+		len = rxq.used_ring[slot].len;
+		if (id >= MRG_NRX || len > MRG_BUF || total + len > sizeof(joined)) {
+			whole = false;
+			continue;
+		}
+		memcpy(joined + total, rxsmall[id], len);
+		total += len;
+		post_rx(id, MRG_BUF);
+	}
+	if (!whole)
+		printf("virtio-net: a frame's num_buffers %u, with %u used buffers ready\n", nb, ready);
+	if (whole && total > HDR + 14 + 1000)
+		report(nb == (total + MRG_BUF - 1) / MRG_BUF,
+		       "num_buffers %u for a frame of %u bytes in %u-byte buffers", nb, total, MRG_BUF);
+	return whole ? total : 0;
 }
 
 /* Send hdr (in two pieces: 5 and 7 bytes) and frame[0..len). Waits for the chain to come back. */
@@ -118,7 +162,14 @@ static bool receive(bool (*match)(const uint8_t *f, uint32_t len), const char *w
 	while (rdtsc() < end) {
 		if (!rt_wait_irq(rx_moved, NULL, 1000000))
 			continue;
-		while (rx_moved(NULL)) {
+		while (mrg && rx_moved(NULL)) {
+			uint32_t len = take_merged();
+
+			if (len >= HDR + 14 && match(joined + HDR, len - HDR))
+				return true;
+			others++;
+		}
+		while (!mrg && rx_moved(NULL)) {
 			uint32_t slot = rx_seen % rx.num, id = rxq.used_ring[slot].id,
 				 len = rxq.used_ring[slot].len;
 			bool ok = id < NRX && len >= HDR + 14 && match(rxbuf[id] + HDR, len - HDR);
@@ -163,10 +214,10 @@ static bool is_echo_reply(const uint8_t *f, uint32_t len)
 {
 	const uint8_t *ip = f + 14, *icmp = f + 34;
 
-	return len >= 14 + 20 + 8 + 32 && get16(f + 12) == 0x0800 && !memcmp(f, mac, 6) &&
+	return len >= 14 + 20 + 8 + payload && get16(f + 12) == 0x0800 && !memcmp(f, mac, 6) &&
 	       !memcmp(f + 6, host_mac, 6) && ip[9] == 1 && !memcmp(ip + 12, host_ip, 4) &&
 	       !memcmp(ip + 16, my_ip, 4) && icmp[0] == 0 && get16(icmp + 4) == 0x7076 &&
-	       !memcmp(icmp + 8, frame + 42, 32) && csum(icmp, len - 34) == 0;
+	       !memcmp(icmp + 8, frame + 42, payload) && csum(icmp, 8 + payload) == 0;
 }
 
 static uint32_t arp_request(void)
@@ -195,7 +246,7 @@ static uint32_t echo_request(uint16_t seq)
 	put16(frame + 12, 0x0800);
 	memset(ip, 0, 20);
 	ip[0] = 0x45;
-	put16(ip + 2, 20 + 8 + 32);
+	put16(ip + 2, (uint16_t)(20 + 8 + payload));
 	put16(ip + 4, seq);
 	ip[8] = 64;
 	ip[9] = 1; /* ICMP */
@@ -206,10 +257,10 @@ static uint32_t echo_request(uint16_t seq)
 	icmp[0] = 8; /* echo request */
 	put16(icmp + 4, 0x7076);
 	put16(icmp + 6, seq);
-	for (int i = 0; i < 32; i++)
+	for (uint32_t i = 0; i < payload; i++)
 		icmp[8 + i] = (uint8_t)(seq * 7 + i);
-	put16(icmp + 2, csum(icmp, 8 + 32));
-	return 14 + 20 + 8 + 32;
+	put16(icmp + 2, csum(icmp, 8 + payload));
+	return 14 + 20 + 8 + payload;
 }
 
 /*
@@ -264,7 +315,7 @@ static void flood(uint32_t n)
 /* Reset, negotiate, both queues, DRIVER_OK, receive buffers posted (hostile: none, misuses first). */
 static bool bring_up(bool hostile)
 {
-	uint32_t st = vio_negotiate(&rx, 1, (1u << 5) | (1u << 16));
+	uint32_t st = vio_negotiate(&rx, 1, (1u << 5) | (1u << 16) | (mrg ? F_MRG_RXBUF : 0));
 
 	if (st != (VIO_ST_ACK | VIO_ST_DRIVER | VIO_ST_FEATURES_OK))
 		return false;
@@ -279,7 +330,7 @@ static bool bring_up(bool hostile)
 	tx.base = rx.base;
 	vio_write(&rx, 0x070, st | VIO_ST_DRIVER_OK);
 	rx_seen = 0;
-	for (unsigned i = 0; i < NRX && !hostile; i++)
+	for (unsigned i = 0; i < (mrg ? MRG_NRX : NRX) && !hostile; i++)
 		post_rx(i, RXBUF);
 	return vio_read(&rx, 0x070) == 0xf;
 }
@@ -343,6 +394,8 @@ int main(const struct pv_bootinfo *bi)
 	uint32_t pause_ms = (uint32_t)cmdline_get_u64("pause_ms", 0);
 
 	(void)bi;
+	mrg = cmdline_has("mergeable");
+	payload = mrg ? 1000 : 32;
 	rx.base = tx.base = cmdline_get_u64("base", VIO_BASE);
 	tx.qi = 1;
 	if ((s = cmdline_get("ip")) && !parse_ip(s, my_ip))
@@ -358,6 +411,8 @@ int main(const struct pv_bootinfo *bi)
 	vio_write(&rx, 0x014, 0);
 	report((vio_read(&rx, 0x010) & ((1u << 5) | (1u << 16))) == ((1u << 5) | (1u << 16)),
 	       "MAC and STATUS offered (features 0x%x)", vio_read(&rx, 0x010));
+	if (mrg)
+		report(vio_read(&rx, 0x010) & F_MRG_RXBUF, "MRG_RXBUF offered");
 	for (int i = 0; i < 6; i++)
 		mac[i] = *(volatile uint8_t *)(uintptr_t)(rx.base + 0x100 + i);
 	report(!(mac[0] & 1), "MAC %02x:%02x:%02x:%02x:%02x:%02x is unicast", mac[0], mac[1], mac[2], mac[3],

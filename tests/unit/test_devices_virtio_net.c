@@ -19,8 +19,8 @@
 #include "tests/unit/virtio_fake.h"
 
 static uint8_t tx_frame[70000], rx_frame[70000];
-static long tx_len, rx_len, tx_ret; /* rx_len -EAGAIN: no frame waiting */
-static int tx_calls, rx_calls;
+static long tx_len, rx_len, tx_ret;	/* rx_len -EAGAIN: no frame waiting */
+static int tx_calls, rx_calls, rx_left; /* rx_left: frames the tap still has (-1: the same one forever) */
 static uint64_t offloads_set = ~0ULL;
 
 /* As a tap does: copies what fits, returns the whole frame's length. */
@@ -30,8 +30,10 @@ static long fake_rx(void *opaque, const struct iovec *iov, int n)
 
 	(void)opaque;
 	rx_calls++;
-	if (rx_len < 0)
-		return rx_len;
+	if (rx_len < 0 || !rx_left)
+		return rx_len < 0 ? rx_len : -EAGAIN;
+	if (rx_left > 0)
+		rx_left--;
 	for (int i = 0; i < n && off < rx_len; i++) {
 		size_t k = iov[i].iov_len < (size_t)(rx_len - off) ? iov[i].iov_len : (size_t)(rx_len - off);
 
@@ -77,6 +79,7 @@ static void setup(void)
 	pulses = tx_calls = rx_calls = 0;
 	tx_len = tx_ret = 0;
 	rx_len = -EAGAIN;
+	rx_left = -1;
 	offloads_set = ~0ULL;
 	make(VIRTIO_NET_OFFLOADS);
 }
@@ -409,4 +412,190 @@ Test(virtio_net, save_and_load_keep_state_and_counters)
 	st.mac[5] ^= 1;
 	st.ifname_len = 0;
 	cr_assert_eq(virtio_net_load(v, &st), -EINVAL, "no tap name");
+}
+
+/* ---- mergeable receive buffers (VIRTIO_NET_F_MRG_RXBUF, bit 15) ---- */
+
+#define F_MRG (1u << 15)
+
+/* Post `count` one-buffer receive chains of len bytes each, from descriptor (and buffer slot) first on. */
+static void post_rx(unsigned first, unsigned count, uint32_t len)
+{
+	for (unsigned i = first; i < first + count; i++) {
+		desc(RXQ_BASE, i, BUFS + 4096ULL * i, len, true, false);
+		avail(RXQ_BASE, (uint16_t)i);
+	}
+}
+
+/* The tap has one frame of len bytes. */
+static void frame(long len)
+{
+	rx_len = len;
+	rx_left = 1;
+}
+
+static uint32_t used_id(uint32_t base, unsigned slot)
+{
+	return *(uint32_t *)(ram + base + 0x800 + 4 + 8 * slot);
+}
+
+static uint16_t num_buffers(unsigned desc_i)
+{
+	const uint8_t *h = ram + BUFS + 4096ULL * desc_i;
+
+	return (uint16_t)(h[10] | h[11] << 8);
+}
+
+Test(virtio_net, mergeable_buffers_are_offered)
+{
+	wr(0x14, 0);
+	cr_assert_eq(rd(0x10) & F_MRG, F_MRG);
+}
+
+Test(virtio_net, rx_mergeable_frame_fills_several_chains_and_keeps_the_rest)
+{
+	up((1u << 5) | F_MRG);
+	for (unsigned i = 0; i < 1000; i++)
+		rx_frame[i] = (uint8_t)(i * 7);
+	frame(1000);
+	post_rx(0, 4, 600); /* 2400 bytes: room for the largest frame without GSO (12 + 1518) */
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(rx_calls, 1);
+	cr_assert_eq(used_idx(RXQ_BASE), 2, "published together");
+	cr_assert_eq(used_id(RXQ_BASE, 0), 0);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 600);
+	cr_assert_eq(used_id(RXQ_BASE, 1), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 1), 400);
+	cr_assert_eq(num_buffers(0), 2);
+	cr_assert_arr_eq(ram + BUFS + 12, rx_frame + 12, 588);
+	cr_assert_arr_eq(ram + BUFS + 4096, rx_frame + 600, 400);
+	cr_assert_eq(ncounters().rx_packets, 1);
+	cr_assert_eq(ncounters().rx_bytes, 988);
+
+	/* Two chains left (1200 bytes): not room for every frame, and the driver can post more: wait. */
+	frame(60);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(rx_calls, 1, "not read with too little room");
+	cr_assert_eq(used_idx(RXQ_BASE), 2);
+	post_rx(4, 1, 600);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(rx_calls, 2);
+	cr_assert_eq(used_idx(RXQ_BASE), 3);
+	cr_assert_eq(used_id(RXQ_BASE, 2), 2, "the chains kept come first, in order");
+	cr_assert_eq(used_len(RXQ_BASE, 2), 60);
+	cr_assert_eq(num_buffers(2), 1);
+}
+
+Test(virtio_net, rx_mergeable_waits_with_event_idx_for_the_next_buffer)
+{
+	const uint16_t *avail_event = (const uint16_t *)(ram + RXQ_BASE + 0x800 + 4 + 8 * 16);
+
+	negotiate2(1, (1u << 5) | F_MRG | (1u << 29));
+	queue(0, RXQ_BASE);
+	queue(1, TXQ_BASE);
+	wr(0x70, 0xf);
+	frame(60);
+	post_rx(0, 2, 600);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(rx_calls, 0);
+	cr_assert_eq(*avail_event, 2, "notify me when buffer 2 comes, not 0 again");
+	post_rx(2, 1, 600);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(rx_calls, 1);
+	cr_assert_eq(used_idx(RXQ_BASE), 1);
+}
+
+Test(virtio_net, rx_mergeable_with_gso_spans_pages)
+{
+	up((1u << 5) | F_MRG | (1u << 1) | (1u << 7));
+	for (unsigned i = 0; i < 20000; i++)
+		rx_frame[i] = (uint8_t)(i ^ (i >> 8));
+	frame(20000);
+	post_rx(0, 16,
+		4096); /* the whole ring: 64 KiB, less than 12 + 65550, and the driver can post no more */
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(rx_calls, 1, "a full ring is read even short of the largest frame");
+	cr_assert_eq(used_idx(RXQ_BASE), 5);
+	cr_assert_eq(num_buffers(0), 5);
+	for (unsigned i = 0; i < 4; i++)
+		cr_assert_eq(used_len(RXQ_BASE, i), 4096);
+	cr_assert_eq(used_len(RXQ_BASE, 4), 20000 - 4 * 4096);
+	cr_assert_arr_eq(ram + BUFS + 4 * 4096, rx_frame + 4 * 4096, 20000 - 4 * 4096);
+	/* Eleven chains left (45 KiB): the driver can post more, so the device waits for them. */
+	frame(100);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(rx_calls, 1);
+	post_rx(0, 5, 4096);
+	/* A frame larger than every chain: the tap truncates it; lost and counted, the other chains kept. */
+	frame(66000);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(rx_calls, 2);
+	cr_assert_eq(used_idx(RXQ_BASE), 6);
+	cr_assert_eq(used_id(RXQ_BASE, 5), 5);
+	cr_assert_eq(used_len(RXQ_BASE, 5), 0);
+	cr_assert_eq(ncounters().rx_dropped, 1);
+	post_rx(5, 1, 4096);
+	frame(100);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 7);
+	cr_assert_eq(used_id(RXQ_BASE, 6), 6);
+	cr_assert_eq(used_len(RXQ_BASE, 6), 100);
+}
+
+Test(virtio_net, rx_mergeable_no_frame_or_small_first_chain)
+{
+	struct virtio_counters c;
+
+	up((1u << 5) | F_MRG);
+	desc(RXQ_BASE, 0, BUFS, 20, true, false); /* cannot hold a header */
+	avail(RXQ_BASE, 0);
+	post_rx(1, 2, 1024);
+	virtio_mmio_serve(v, 0); /* nothing in the tap: every chain stays */
+	cr_assert_eq(rx_calls, 1, "the tap read once, for chains 1 and 2: the first refused before reading");
+	cr_assert_eq(used_idx(RXQ_BASE), 1);
+	cr_assert_eq(used_id(RXQ_BASE, 0), 0);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 0);
+	virtio_mmio_get_counters(v, &c);
+	cr_assert_eq(c.dropped, 1);
+	post_rx(3, 1, 1024);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(rx_calls, 2);
+	cr_assert_eq(used_idx(RXQ_BASE), 1, "no frame: chains 1 to 3 stay");
+	frame(100);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 2);
+	cr_assert_eq(used_id(RXQ_BASE, 1), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 1), 100);
+	cr_assert_eq(num_buffers(1), 1);
+	cr_assert_eq(ncounters().rx_packets, 1);
+	cr_assert_eq(ncounters().rx_dropped, 0, "a refused chain is not a lost frame");
+}
+
+/* A malformed chain among good ones: given back empty in its place, the frame's chains stay in order. */
+Test(virtio_net, rx_mergeable_malformed_chain_between_good_ones)
+{
+	struct virtio_counters c;
+
+	up((1u << 5) | F_MRG);
+	post_rx(0, 1, 1024);
+	desc(RXQ_BASE, 1, RAM - 16, 1024, true, false); /* beyond guest RAM */
+	avail(RXQ_BASE, 1);
+	post_rx(2, 1, 1024);
+	frame(100);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 2);
+	cr_assert_eq(used_id(RXQ_BASE, 0), 0);
+	cr_assert_eq(used_len(RXQ_BASE, 0), 100);
+	cr_assert_eq(num_buffers(0), 1);
+	cr_assert_eq(used_id(RXQ_BASE, 1), 1);
+	cr_assert_eq(used_len(RXQ_BASE, 1), 0);
+	virtio_mmio_get_counters(v, &c);
+	cr_assert_eq(c.dropped, 1);
+	cr_assert_eq(rd(0x70) & 0x40, 0, "a bad chain does not break the device");
+	post_rx(3, 1, 1024);
+	frame(200);
+	virtio_mmio_serve(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 3);
+	cr_assert_eq(used_id(RXQ_BASE, 2), 2);
+	cr_assert_eq(used_len(RXQ_BASE, 2), 200);
 }
