@@ -138,7 +138,8 @@ case " $(cat /proc/cmdline) " in
 			done
 		) &
 	fi
-	echo "pvinit: eth0 $(cat /sys/class/net/eth0/address) driver $(basename "$(readlink /sys/class/net/eth0/device/driver)") $(cat /sys/class/net/eth0/operstate)"
+	# features: the virtio feature bits the driver took, bit 0 first (15: MRG_RXBUF)
+	echo "pvinit: eth0 $(cat /sys/class/net/eth0/address) driver $(basename "$(readlink /sys/class/net/eth0/device/driver)") $(cat /sys/class/net/eth0/operstate) features $(cat /sys/class/net/eth0/device/features 2>/dev/null)"
 	dd if=/dev/urandom of=/tmp/blk bs=1048576 count=1 2>/dev/null
 	i=0; while ! ping -c 1 -W 1 10.0.2.1 >/dev/null 2>&1 && [ $i -lt 30 ]; do i=$((i + 1)); done
 	echo "pvinit: ping 10.0.2.1 after $i tries"

@@ -3,7 +3,8 @@
 # Debian's stock kernel on virtio-net (--net) through the DSDT: in a network namespace of its own
 # (busybox unshare -n), the test makes a tap with 10.0.2.1/24; the initramfs loads the kernel
 # package's virtio modules, virtio_net binds the device, eth0 gets 10.0.2.15/24, and MB MiB go
-# guest -> host over TCP (busybox nc), then MB MiB host -> guest; both md5 sums must match, no
+# guest -> host over TCP (busybox nc), then MB MiB host -> guest; both md5 sums must match, the
+# driver took mergeable receive buffers (MRG_RXBUF), no
 # frame dropped or refused. Skipped on kvm_pvm by knowledge, as every Linux test (DESIGN §11).
 #
 # MB is 100, but 4 on a nested KVM host (`perfvisor host` says so): in the test host (KVM on
@@ -75,6 +76,9 @@ expect_status 0
 expect_out 'pvinit: reached /init'
 expect_out 'pvinit: eth0 52:54:00:12:34:58 driver virtio_net'
 expect_no_out 'pvinit: insmod virtio'
+# Linux's virtio_net took the mergeable receive buffers the device offers (feature bit 15).
+feat=$(sed -n 's/.*pvinit: eth0 .* features \([01]*\).*/\1/p' "$T/$cur.out" | tr -d '\r')
+[ "$(printf '%s' "$feat" | cut -c16)" = 1 ] || bad "the guest's driver did not take MRG_RXBUF (features '${feat:-none}')"
 g2h_sent=$(sed -n 's/.*pvinit: net sent md5 \([0-9a-f]*\).*/\1/p' "$T/$cur.out")
 h2g_got=$(sed -n 's/.*pvinit: net received md5 \([0-9a-f]*\),.*/\1/p' "$T/$cur.out")
 [ -n "$g2h_sent" ] && [ "$g2h_sent" = "$(cat "$T/g2h.got" 2>/dev/null)" ] ||
