@@ -25,7 +25,9 @@
 # has them). Env: BUILD, BENCH_NET_RUNS (3), BENCH_NET_MB (MiB each way: 4 on
 # a nested KVM host, where the guest is CPU-bound at 0.1-2 MiB/s, else 256),
 # BENCH_NET_CPUS (2), BENCH_NET_MEM (256M), BENCH_NET_TIMEOUT (240 s a boot:
-# under the test host's 300 s without output), BENCH_NET_VHOST, BENCH_HOST.
+# under the test host's 300 s without output), BENCH_NET_VHOST, BENCH_NET_MRG (1: perfvisor's
+# --net mrg=on, mergeable receive buffers, which QEMU's device offers by default; 0: without),
+# BENCH_HOST.
 # Run by bench/run.sh.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -77,8 +79,10 @@ qemu="qemu-system-x86_64 -enable-kvm -cpu host,-arch-capabilities -smp $cpus -m 
 	-nodefaults -no-user-config -display none -monitor none -serial stdio -no-reboot -bios qboot.rom
 	-kernel $kernel -initrd $initrd"
 qnic="-device virtio-net-device,netdev=n0,mac=$mac -netdev tap,id=n0,ifname=pvbench0,script=no,downscript=no,vhost"
+mrg=on
+[ "${BENCH_NET_MRG:-1}" != 0 ] || mrg=off
 pvrun="$pv run --kernel $kernel --initrd $initrd --cpus $cpus --memory $mem --console stdio --verbose
-	--net tap=pvbench0,mac=$mac"
+	--net tap=pvbench0,mac=$mac,mrg=$mrg"
 
 # In the namespace (busybox unshare -n sh -c "$ns" sh OUT COMMAND...): the
 # tap pvbench0 with 10.0.2.1/24, the listeners, COMMAND under timeout -s
@@ -168,7 +172,7 @@ boot() {
 		END { printf "bench: net: %s, boot %d%s\n", lab, run, s }' "$tmp/boot.tsv"
 }
 
-echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way${vhost:+, and QEMU with vhost=on} ..."
+echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way, perfvisor with --net mrg=$mrg${vhost:+, and QEMU with vhost=on} ..."
 : >"$tmp/results.tsv"
 : >"$tmp/bind.tsv"
 : >"$tmp/counters.tsv"

@@ -391,7 +391,8 @@ unsigned virtio_mmio_backend_counters(struct virtio_mmio *v, const char *const *
 #define VIRTIO_NET_F_GUEST_TSO6 (1ULL << 8)
 #define VIRTIO_NET_F_HOST_TSO4 (1ULL << 11)
 #define VIRTIO_NET_F_HOST_TSO6 (1ULL << 12)
-#define VIRTIO_NET_F_MRG_RXBUF (1ULL << 15) /* always offered: a frame may fill several receive chains */
+#define VIRTIO_NET_F_MRG_RXBUF \
+	(1ULL << 15) /* offered with mrg_rxbuf: a frame may fill several receive chains */
 #define VIRTIO_NET_F_STATUS (1ULL << 16)
 #define VIRTIO_NET_OFFLOADS                                                                                \
 	(VIRTIO_NET_F_CSUM | VIRTIO_NET_F_GUEST_CSUM | VIRTIO_NET_F_GUEST_TSO4 | VIRTIO_NET_F_GUEST_TSO6 | \
@@ -415,6 +416,7 @@ struct virtio_net_params {
 	uint64_t offloads;  /* VIRTIO_NET_OFFLOADS bits the tap takes: offered */
 	const char *ifname; /* the tap's name, kept for the snapshot */
 	const char *name;   /* in its log lines ("virtio-net0"; NULL: "virtio-net"); must outlive it */
+	bool mrg_rxbuf;	    /* offer VIRTIO_NET_F_MRG_RXBUF (--net mrg=on) */
 	struct virtio_net_io io;
 };
 

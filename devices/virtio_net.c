@@ -259,7 +259,8 @@ int virtio_net_create(struct virtio_mmio **out, const struct dev_host *host,
 	n->p.ifname = n->ifname;
 	/* The offered features depend on the tap: the table lives in the backend, freed with it. */
 	n->ops = net_ops;
-	n->ops.features = VIRTIO_NET_F_MAC | VIRTIO_NET_F_MRG_RXBUF | VIRTIO_NET_F_STATUS | p->offloads;
+	n->ops.features = VIRTIO_NET_F_MAC | VIRTIO_NET_F_STATUS | p->offloads |
+			  (p->mrg_rxbuf ? VIRTIO_NET_F_MRG_RXBUF : 0);
 	if (p->name)
 		n->ops.name = p->name;
 	return virtio_mmio_create_backend(out, &n->ops, n, host);

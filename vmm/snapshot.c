@@ -468,6 +468,8 @@ static int restore_machine(struct vm_restore *r, struct vm_config *cfg, struct e
 		cfg->net[i].tap[ns->ifname_len] = '\0';
 		memcpy(cfg->net[i].mac, ns->mac, 6);
 		cfg->net[i].has_mac = true;
+		/* mrg=on is not saved: a device whose driver took it offers it again. */
+		cfg->net[i].mrg_rxbuf = ns->t.drv_features & VIRTIO_NET_F_MRG_RXBUF;
 		cfg->nr_net++;
 	}
 	/* The same CPUID; and PMI_ACK, added since an older perfvisor took the snapshot, stays

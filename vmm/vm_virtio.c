@@ -236,6 +236,7 @@ static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 	else
 		vm_net_default_mac(d->owner->cfg.vm_name, (unsigned long)getpid(), i, p.mac);
 	p.offloads = d->tap->offloads;
+	p.mrg_rxbuf = nc->mrg_rxbuf;
 	p.io = vm_tap_io(d->tap);
 	d->tap_ready = (struct vv_queue){ .dev = d, .index = 0, .efd = -1, .tap = true };
 	d->part = &virtio_net_parts[i];
@@ -243,9 +244,10 @@ static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 	if (rc)
 		return errbuf_set(err, rc, "%s: %s", d->win.name, strerror(-rc));
 	if (d->owner->cfg.verbose)
-		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s", d->win.name, nc->tap,
+		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s%s", d->win.name, nc->tap,
 		       p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],
-		       p.offloads ? "csum, tso4, tso6" : "none (the tap refuses TUNSETOFFLOAD)");
+		       p.offloads ? "csum, tso4, tso6" : "none (the tap refuses TUNSETOFFLOAD)",
+		       p.mrg_rxbuf ? ", mergeable receive buffers" : "");
 	return 0;
 }
 

@@ -55,7 +55,8 @@ struct vm_disk {
 struct vm_net_cfg {
 	char tap[VIRTIO_NET_IFNAMSIZ];
 	uint8_t mac[6];
-	bool has_mac; /* else vm_net_default_mac */
+	bool has_mac;	/* else vm_net_default_mac */
+	bool mrg_rxbuf; /* mrg=on: offer mergeable receive buffers */
 };
 
 /* A running VM's disk: its image's absolute path, read-only or not, its capacity (512-byte sectors). */

@@ -63,10 +63,13 @@ static void fake_offloads(void *opaque, uint64_t f)
 
 static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x12, 0x34, 0x56 };
 
+static bool offer_mrg = true; /* --net mrg=on */
+
 static void make(uint64_t offloads)
 {
 	struct virtio_net_params p = { .offloads = offloads,
 				       .ifname = "tap7",
+				       .mrg_rxbuf = offer_mrg,
 				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
 
 	memcpy(p.mac, mac, 6);
@@ -446,10 +449,16 @@ static uint16_t num_buffers(unsigned desc_i)
 	return (uint16_t)(h[10] | h[11] << 8);
 }
 
-Test(virtio_net, mergeable_buffers_are_offered)
+Test(virtio_net, mergeable_buffers_are_offered_when_asked)
 {
 	wr(0x14, 0);
 	cr_assert_eq(rd(0x10) & F_MRG, F_MRG);
+	virtio_mmio_destroy(v);
+	offer_mrg = false;
+	make(VIRTIO_NET_OFFLOADS);
+	offer_mrg = true;
+	wr(0x14, 0);
+	cr_assert_eq(rd(0x10) & F_MRG, 0, "not by default (--net without mrg=on)");
 }
 
 Test(virtio_net, rx_mergeable_frame_fills_several_chains_and_keeps_the_rest)

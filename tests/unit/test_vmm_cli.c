@@ -549,6 +549,11 @@ Test(cli, net)
 	cr_assert_eq(cfg.nr_net, 1);
 	cr_assert_str_eq(cfg.net[0].tap, "tap0");
 	cr_assert_not(cfg.net[0].has_mac, "the default MAC comes later");
+	cr_assert_not(cfg.net[0].mrg_rxbuf, "no mergeable receive buffers unless asked for");
+	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a,mrg=on", "--net", "mrg=off,tap=b"), 0, "%s",
+		     err.msg);
+	cr_assert(cfg.net[0].mrg_rxbuf);
+	cr_assert_not(cfg.net[1].mrg_rxbuf);
 	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a,mac=52:54:00:AB:cd:ef", "--net",
 			   "mac=52:54:00:00:00:01,tap=b"),
 		     0, "%s", err.msg);
@@ -571,6 +576,8 @@ Test(cli, net_bad)
 	expect_bad("--net 'mac=52:54:00:12:34:56' needs tap=NAME", "--kernel", "k", "--net",
 		   "mac=52:54:00:12:34:56");
 	expect_bad("--net: unknown key 'model'", "--kernel", "k", "--net", "tap=a,model=e1000");
+	expect_bad("--net mrg= must be on or off (got 'yes')", "--kernel", "k", "--net", "tap=a,mrg=yes");
+	expect_bad("--net mrg= must be on or off (got '')", "--kernel", "k", "--net", "tap=a,mrg=");
 	expect_bad("'tap' is not KEY=VALUE", "--kernel", "k", "--net", "tap");
 	expect_bad("--net tap= is not an interface name", "--kernel", "k", "--net", "tap=");
 	expect_bad("--net tap=1234567890123456 is not an interface name", "--kernel", "k", "--net",

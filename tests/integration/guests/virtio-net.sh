@@ -6,7 +6,7 @@
 # receive buffers, to its MAC, with the payload it sent. hostile: notifications of queues not set
 # up, a receive buffer smaller than a header, a transmit chain over 64 KiB, a header-only one, a
 # reset with frames pending; then the same exchange works. fallback: no ioeventfd, no irqfd.
-# mergeable: MRG_RXBUF, 256-byte receive buffers, echo replies of 1054 bytes in 5 of them.
+# mergeable: MRG_RXBUF (--net mrg=on), 256-byte receive buffers, echo replies of 1054 bytes in 5.
 # cases: virtio-net virtio-net-hostile virtio-net-fallback virtio-net-default-mac virtio-net-flood
 # cases: virtio-net-mergeable
 . "$(dirname "$0")/../lib.sh"
@@ -40,10 +40,11 @@ done_test
 
 # Mergeable receive buffers: each echo reply (12 + 1042 bytes) fills 5 buffers of 256, which come
 # back together, num_buffers 5, the payload whole; the ARP reply fills one.
-run virtio-net-mergeable 150 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap --verbose --timeout 120 \
-	--cmdline mergeable
+run virtio-net-mergeable 150 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap,mrg=on --verbose \
+	--timeout 120 --cmdline mergeable
 expect_status 0; expect_out 'virtio-net: done'; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'
 expect_out 'PASS: MRG_RXBUF offered'
+expect_err "virtio-net0: tap $tap, MAC .*, mergeable receive buffers"
 expect_out 'PASS: num_buffers 5 for a frame of 1054 bytes in 256-byte buffers'
 expect_out 'PASS: first: ICMP echo 3 answered with the same payload'
 expect_err 'virtio-net0: received [1-9][0-9]* frames, [0-9]* bytes, 0 dropped'

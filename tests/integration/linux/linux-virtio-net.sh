@@ -4,7 +4,7 @@
 # (busybox unshare -n), the test makes a tap with 10.0.2.1/24; the initramfs loads the kernel
 # package's virtio modules, virtio_net binds the device, eth0 gets 10.0.2.15/24, and MB MiB go
 # guest -> host over TCP (busybox nc), then MB MiB host -> guest; both md5 sums must match, the
-# driver took mergeable receive buffers (MRG_RXBUF), no
+# driver took the mergeable receive buffers mrg=on offers (MRG_RXBUF), no
 # frame dropped or refused. Skipped on kvm_pvm by knowledge, as every Linux test (DESIGN §11).
 #
 # MB is 100, but 4 on a nested KVM host (`perfvisor host` says so): in the test host (KVM on
@@ -62,7 +62,7 @@ T=$T MB=$MB DIAG=$DIAG PV=$PV DK=$DK IR=$IR MKTAP=$MKTAP cur=$cur busybox unshar
 		p3=$!
 	fi
 	timeout -s KILL 260 "$PV" run --kernel "$DK/vmlinuz" --initrd "$IR" --memory 512M --cpus 2 \
-		--net tap=pvlinux0,mac=52:54:00:12:34:58 --verbose --timeout 240 ${DIAG:+--api-socket $T/api.sock} \
+		--net tap=pvlinux0,mac=52:54:00:12:34:58,mrg=on --verbose --timeout 240 ${DIAG:+--api-socket $T/api.sock} \
 		--cmdline "console=ttyS0 printk.time=1 panic=-1 pvinit.mods=1 pvinit=net pvinit.netmb=$MB${DIAG:+ pvinit.netdiag=$DIAG}" \
 		>"$T/$cur.out" 2>"$T/$cur.err" </dev/null
 	echo $? >"$T/st"
@@ -76,7 +76,7 @@ expect_status 0
 expect_out 'pvinit: reached /init'
 expect_out 'pvinit: eth0 52:54:00:12:34:58 driver virtio_net'
 expect_no_out 'pvinit: insmod virtio'
-# Linux's virtio_net took the mergeable receive buffers the device offers (feature bit 15).
+# Linux's virtio_net took the mergeable receive buffers the device offers with mrg=on (bit 15).
 feat=$(sed -n 's/.*pvinit: eth0 .* features \([01]*\).*/\1/p' "$T/$cur.out" | tr -d '\r')
 [ "$(printf '%s' "$feat" | cut -c16)" = 1 ] || bad "the guest's driver did not take MRG_RXBUF (features '${feat:-none}')"
 g2h_sent=$(sed -n 's/.*pvinit: net sent md5 \([0-9a-f]*\).*/\1/p' "$T/$cur.out")
