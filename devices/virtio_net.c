@@ -66,36 +66,6 @@ static void iov_put(const struct iovec *iov, int n, size_t off, const uint8_t *s
 	}
 }
 
-/* One frame from the host into an RX chain of device-writable buffers. */
-static int net_rx(struct net *n, const struct vq_chain *c, uint32_t *written)
-{
-	static const uint8_t one[2] = { 1, 0 }; /* num_buffers: one chain per frame */
-	struct iovec iov[VQ_MAX_BUFS];
-	int cnt = chain_iov(c, c->nr_read, c->n, iov);
-	long len;
-
-	/* A chain that cannot hold a header: given back empty, no frame lost. */
-	if (c->write_len < VIRTIO_NET_HDR_LEN + ETH_HDR)
-		return -EINVAL;
-	len = n->p.io.rx(n->p.io.opaque, iov, cnt);
-	if (len < 0) {
-		/* No frame; or a read error: counted, the chain kept (an error must not eat the ring). */
-		if (len != -EAGAIN)
-			NCOUNT(n, rx_dropped, 1);
-		return -EAGAIN;
-	}
-	if ((uint64_t)len > c->write_len || len < VIRTIO_NET_HDR_LEN) {
-		/* A frame larger than the chain (the tap truncated it): it is lost. */
-		NCOUNT(n, rx_dropped, 1);
-		return -EMSGSIZE;
-	}
-	iov_put(iov, cnt, NUM_BUFFERS_OFF, one, sizeof(one));
-	NCOUNT(n, rx_packets, 1);
-	NCOUNT(n, rx_bytes, (uint64_t)len - VIRTIO_NET_HDR_LEN);
-	*written = (uint32_t)len;
-	return 0;
-}
-
 /* With mergeable buffers: how many bytes a receive request may need (the transport gathers that much). */
 static uint32_t net_span(void *be, unsigned q)
 {
@@ -170,6 +140,14 @@ static int net_tx(struct net *n, const struct vq_chain *c)
 	NCOUNT(n, tx_packets, 1);
 	NCOUNT(n, tx_bytes, c->read_len - VIRTIO_NET_HDR_LEN);
 	return 0;
+}
+
+/* Without mergeable buffers: one frame into one chain (num_buffers 1). */
+static int net_rx(struct net *n, const struct vq_chain *c, uint32_t *written)
+{
+	int rc = net_rx_span(n, RXQ, c, 1, written);
+
+	return rc < 0 ? rc : 0;
 }
 
 static int net_handle(void *be, unsigned q, const struct vq_chain *c, uint32_t *written)
