@@ -129,15 +129,16 @@ expect_err 'not a perfvisor migration stream (magic 0x20544547)'
 said "$T/$cur.err"
 done_test
 
-# Each of these two has a guest of its own, of 45 s: in the test host the rounds that end in
-# "does not converge" have taken 30 rounds (the sender and the guest share its one CPU, so the
-# dirty set shrinks slowly), and a guest shared by both cases (22.5 s) ended during the second.
+# Each of these two has a guest of its own, of 45 s or more. Its 2 x 256 pages are rewritten
+# every few ms on any host; at --max-bandwidth 1M a round of them takes 2 s (4 ms a page), and
+# 1 ms of downtime sends less than a page, so only a round in which the guest wrote nothing at
+# all converges. (At 32M the test host's sender, slower than that, ran unthrottled: a round of
+# 3 pages took 0.5 ms, the guest did not run in it, and the migration converged.) Five rounds
+# without a new low end it: about 20 s.
 cur=migrate-no-converge; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-src s-d "phases=300 dirty=4"
+src s-d "phases=300 dirty=1"
 dst d-d "unix:$T/m-d"
-# At 32 MiB/s, 1 ms sends 8 pages, and the guest dirties far more than that between rounds on
-# any host (on kvm_pvm, unlimited, the rounds outran it and converged).
-migrate "$T/s-d.sock" "unix:$T/m-d" --max-downtime 1ms --max-bandwidth 32M
+migrate "$T/s-d.sock" "unix:$T/m-d" --max-downtime 1ms --max-bandwidth 1M
 [ "$mst" -eq 1 ] || bad "perfvisor migrate exited $mst, not 1"
 expect_err 'does not converge'; expect_err 'runs on here'
 end_dst; [ "$dst_st" -eq 125 ] || bad "the destination exited $dst_st, not 125"
@@ -147,15 +148,15 @@ said "$T/$cur.err"
 done_test
 # A guest that likewise does not converge: --stop-copy pauses and copies the rest anyway.
 cur=migrate-stop-copy; ok=1; : >"$T/$cur.out"; : >"$T/$cur.err"
-src s-s "phases=300 dirty=4"
+src s-s "phases=300 dirty=1"
 dst d-s "unix:$T/m-s"
-migrate "$T/s-s.sock" "unix:$T/m-s" --max-downtime 1ms --max-bandwidth 32M --stop-copy
+migrate "$T/s-s.sock" "unix:$T/m-s" --max-downtime 1ms --max-bandwidth 1M --stop-copy
 [ "$mst" -eq 0 ] || bad "perfvisor migrate --stop-copy exited $mst: $(tail -n 1 "$T/$cur.err")"
 expect_out 'the rounds did not converge: the guest was paused anyway (--stop-copy)'
 echo "  (migrate-stop-copy: $(grep -c '^round' "$T/$cur.out") rounds; $(tail -n 1 "$T/$cur.out" | sed 's/^perfvisor migrate: //'))"
 vmpid=$spid; wdpid=$swd; stop_vm; [ "$st" -eq 0 ] || bad "the source exited $st"
 end_dst; [ "$dst_st" -eq 0 ] || bad "the destination exited $dst_st"
-grep -q 'cpu 1: its 1024 dirtied pages hold their last writes' "$T/d-s.out" || bad "dirtied pages came wrong: $(grep -m1 dirtied "$T/d-s.out")"
+grep -q 'cpu 1: its 256 dirtied pages hold their last writes' "$T/d-s.out" || bad "dirtied pages came wrong: $(grep -m1 dirtied "$T/d-s.out")"
 grep -q '^FAIL' "$T/d-s.out" && bad "the guest failed a check: $(grep -m1 '^FAIL' "$T/d-s.out")"
 grep -q 'snap: done' "$T/d-s.out" || bad "the guest did not finish at the destination"
 done_test
