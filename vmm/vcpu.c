@@ -270,8 +270,13 @@ static enum vcpu_outcome stop_exit(struct vcpu *v, struct vcpu_stop *stop)
 		rip = regs.rip;
 	switch (run->exit_reason) {
 	case KVM_EXIT_SHUTDOWN:
+		/* AMD's KVM re-initializes the vCPU at a shutdown intercept: rip is then the reset vector's. */
 		return stop_with(stop, PV_EXIT_GUEST_CRASH,
-				 "vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64, v->index, rip);
+				 "vCPU %u: guest triple fault (shutdown) at rip 0x%" PRIx64 "%s", v->index,
+				 rip,
+				 rip == 0xfff0 ? " (the reset vector: AMD's KVM resets a vCPU at a triple "
+						 "fault; where it faulted is lost)"
+					       : "");
 	case KVM_EXIT_HLT:
 		return stop_with(stop, 0, "vCPU %u: guest halted", v->index);
 	case KVM_EXIT_SYSTEM_EVENT:

@@ -115,11 +115,13 @@ static int fake_run(struct vcpu *v)
 	return 0;
 }
 
+static uint64_t fake_rip = 0x1234;
+
 static int fake_get_regs(struct vcpu *v, struct kvm_regs *regs)
 {
 	(void)v;
 	memset(regs, 0, sizeof(*regs));
-	regs->rip = 0x1234;
+	regs->rip = fake_rip;
 	return 0;
 }
 
@@ -340,6 +342,22 @@ Test(vcpu, every_stop_path)
 			     stop.status);
 		cr_assert_str_eq(stop.why, cases[i].why);
 	}
+}
+
+/* A triple fault on an AMD host: KVM has reset the vCPU, and the message says the RIP is not where it faulted. */
+Test(vcpu, triple_fault_at_the_reset_vector_says_the_rip_is_lost)
+{
+	struct vcpu_stop stop = { -1, "" };
+
+	memset(m.run, 0, 1024);
+	m.run->exit_reason = KVM_EXIT_SHUTDOWN;
+	fake_rip = 0xfff0;
+	cr_assert_eq(vcpu_handle_exit(&m.v, &stop), VCPU_STOP);
+	fake_rip = 0x1234;
+	cr_assert_eq(stop.status, 123);
+	cr_assert_str_eq(stop.why,
+			 "vCPU 0: guest triple fault (shutdown) at rip 0xfff0 (the reset vector: AMD's KVM "
+			 "resets a vCPU at a triple fault; where it faulted is lost)");
 }
 
 Test(vcpu, interrupted_runs_are_not_exits)
