@@ -138,11 +138,14 @@ boot() {
 	nspid=
 	st=$(cat "$out.st" 2>/dev/null || echo "none")
 	g2h_got=$(md5sum <"$out.g2h" 2>/dev/null | cut -d' ' -f1)
-	tr -d '\r' <"$out" 2>/dev/null | awk -v lab="$label" -v run="$run" -v st="$st" -v limit="$limit" \
+	tr -d '\r' <"$out" 2>/dev/null | awk -v lab="$label" -v run="$run" -v st="$st" -v limit="$limit" -v frames="$out.frames" \
 		-v mb="$mb" -v g2hgot="$g2h_got" -v h2gwant="$(cat "$tmp/h2g.want")" \
 		-v err="$(tail -n 2 "$out.err" 2>/dev/null | tr '\t\n' '  ')" '
 		/^pvinit: eth0 / { sub(/^pvinit: /, ""); printf "%s\t%s\n", lab, $0 >"/dev/stderr"; next }
 		/^pvinit: net sent md5 [0-9a-f]+$/ { smd5 = $5; next }
+		/^pvinit: net frames (start|sent|received) tx [0-9]+ [0-9]+ rx [0-9]+ [0-9]+$/ {
+			for (i = 0; i < 4; i++) fr[$4, i] = $(6 + i + (i > 1)); next
+		}
 		/^pvinit: net sent [0-9]+ MiB in [0-9.]+ [0-9.]+$/ { sn = $4; st0 = $7; st1 = $8; sent = 1; next }
 		/^pvinit: net received md5 [0-9a-f]*, [0-9]+ MiB in [0-9.]+ [0-9.]+$/ {
 			rmd5 = $5; sub(/,$/, "", rmd5); rn = $6; rt0 = $9; rt1 = $10; recv = 1; next
@@ -162,8 +165,16 @@ boot() {
 			if (!recv) one("h2g", 0, 0, 0, 0, why != "" ? why : "the guest printed no time for its receiving")
 			else one("h2g", rmd5 == h2gwant, rn, rt0, rt1, sprintf("md5: the host sent %s, the guest got %s", h2gwant, rmd5))
 			if (why != "" && sent && recv) printf "%s\t%s\tboot\tfailed\t%s\n", lab, run, why
+			# eth0 frames and bytes each way during each direction, as the guest counted them
+			if (("start", 0) in fr && ("sent", 0) in fr)
+				printf "%s\t%s\tg2h\t%d\t%d\t%d\t%d\n", lab, run, fr["sent", 0] - fr["start", 0], fr["sent", 1] - fr["start", 1],
+					fr["sent", 2] - fr["start", 2], fr["sent", 3] - fr["start", 3] >frames
+			if (("sent", 0) in fr && ("received", 0) in fr)
+				printf "%s\t%s\th2g\t%d\t%d\t%d\t%d\n", lab, run, fr["received", 0] - fr["sent", 0], fr["received", 1] - fr["sent", 1],
+					fr["received", 2] - fr["sent", 2], fr["received", 3] - fr["sent", 3] >frames
 		}' >"$tmp/boot.tsv" 2>>"$tmp/bind.tsv"
 	cat "$tmp/boot.tsv" >>"$tmp/results.tsv"
+	cat "$out.frames" >>"$tmp/frames.tsv" 2>/dev/null || true
 	# perfvisor --verbose: the device's counters (frames dropped, errors).
 	grep -h 'virtio-net0: received' "$out.err" 2>/dev/null | sed "s/^.*virtio-net0: /virtio-net0: /; s/^/$label	$run	/" >>"$tmp/counters.tsv" || true
 	awk -F '\t' -v lab="$label" -v run="$run" '
@@ -176,6 +187,7 @@ echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way, perfvis
 : >"$tmp/results.tsv"
 : >"$tmp/bind.tsv"
 : >"$tmp/counters.tsv"
+: >"$tmp/frames.tsv"
 i=1
 while [ $i -le "$runs" ]; do
 	# shellcheck disable=SC2086 # $qemu, $qnic and $pvrun are word lists (no path here has a space)
@@ -194,6 +206,7 @@ awk -F '\t' -v host="$host" -v cpus="$cpus" -v mem="$mem" -v mb="$mb" -v runs="$
 	-v pkg="$(cat "$build/debian-kernel/package" 2>/dev/null)" "$bench_awk_med"'
 FILENAME ~ /bind.tsv$/ { bind[$1] = $2; next }
 FILENAME ~ /counters.tsv$/ { cnt[$1] = $3; next }
+FILENAME ~ /frames.tsv$/ { fb[$1, $3]++; for (i = 0; i < 4; i++) fs[$1, $3, i] += $(4 + i); next }
 {
 	lab = $1
 	if (!(lab in seen)) { seen[lab] = ++nl; labs[nl] = lab }
@@ -229,7 +242,16 @@ END {
 		lab = labs[i]
 		if (lab in bind) printf "%s: %s\n", lab, bind[lab]
 		if (lab in cnt) printf "%s: (last boot) %s\n", lab, cnt[lab]
+		for (d = 1; d <= 2; d++) {
+			w = d == 1 ? "g2h" : "h2g"
+			if (!fb[lab, w]) continue
+			# the data frames go out (g2h: tx) or come in (h2g: rx); the other way, mostly ACKs
+			dn = d == 1 ? 0 : 2; an = d == 1 ? 2 : 0
+			printf "%s: %s frames (%d boots, as eth0 counted them): %d data frames a MiB of %.0f bytes on average, %d the other way a MiB\n",
+				lab, w == "g2h" ? "guest->host" : "host->guest", fb[lab, w], fs[lab, w, dn] / (fb[lab, w] * mb),
+				fs[lab, w, dn + 1] / (fs[lab, w, dn] ? fs[lab, w, dn] : 1), fs[lab, w, an] / (fb[lab, w] * mb)
+		}
 		for (k = 1; k <= nfail[lab]; k++) printf "%s: not measured: %s\n", lab, fails[lab, k]
 	}
 	if (!nl) print "not measured: no boot printed anything"
-}' "$tmp/bind.tsv" "$tmp/counters.tsv" "$tmp/results.tsv"
+}' "$tmp/bind.tsv" "$tmp/counters.tsv" "$tmp/frames.tsv" "$tmp/results.tsv"

@@ -144,14 +144,19 @@ case " $(cat /proc/cmdline) " in
 	i=0; while ! ping -c 1 -W 1 10.0.2.1 >/dev/null 2>&1 && [ $i -lt 30 ]; do i=$((i + 1)); done
 	echo "pvinit: ping 10.0.2.1 after $i tries"
 	echo "pvinit: net sent md5 $(stream | md5sum | cut -d' ' -f1)"
+	# eth0's frames and bytes so far, each way: before and after each direction (bench/net.sh).
+	frames() { fs=/sys/class/net/eth0/statistics; echo "pvinit: net frames $1 tx $(cat $fs/tx_packets) $(cat $fs/tx_bytes) rx $(cat $fs/rx_packets) $(cat $fs/rx_bytes)"; }
+	frames start
 	t0=$(now); stream | nc 10.0.2.1 5001; t1=$(now)
 	echo "pvinit: net sent $mb MiB in $t0 $t1"
+	frames sent
 	# busybox nc ends when the other side closes, and closes its side when its input ends: the
 	# receiver's input is a fifo that never ends (the shell holds it open), so the sender's end
 	# of the stream is what ends the connection.
 	mkfifo /tmp/idle && exec 3<>/tmp/idle
 	t0=$(now); got=$(nc 10.0.2.1 5002 <&3 | md5sum | cut -d' ' -f1); t1=$(now)
 	echo "pvinit: net received md5 $got, $mb MiB in $t0 $t1"
+	frames received
 	echo "pvinit: poweroff -f"; poweroff -f ;;
 *" pvinit=reboot "*) echo "pvinit: reboot -f"; reboot -f ;;
 *" pvinit=idle "*) echo "pvinit: idle"; sleep 600; poweroff -f ;;
