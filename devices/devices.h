@@ -33,6 +33,8 @@ struct dev_host {
 	void (*pulse_irq)(void *opaque);
 	/* virtio: serve queue q off this thread (the I/O thread); NULL serves it at once. vCPU thread. */
 	void (*notify_queue)(void *opaque, unsigned q);
+	/* virtio: call virtio_mmio_fire_deferred(q) after the coalescing delay. Under the device's lock. */
+	void (*defer_irq)(void *opaque, unsigned q);
 };
 
 /* ---- 16550A UART (8 registers at a base port, typically 0x3f8) ---------- */
@@ -264,6 +266,21 @@ void virtio_mmio_destroy(struct virtio_mmio *v);
 void virtio_mmio_io(struct virtio_mmio *v, struct dev_io *io);
 /* Serve queue q: take every available request, answer it, interrupt if the driver wants. I/O thread. */
 void virtio_mmio_serve(struct virtio_mmio *v, unsigned q);
+/*
+ * Interrupt coalescing: the used-buffer interrupts of the queues in mask
+ * (bit q) wait for host.defer_irq's timer, which then calls
+ * virtio_mmio_fire_deferred(q): one interrupt for what was used meanwhile
+ * (if the driver wants one). Without defer_irq, none waits.
+ */
+void virtio_mmio_defer_irqs(struct virtio_mmio *v, uint32_t mask);
+void virtio_mmio_fire_deferred(struct virtio_mmio *v, unsigned q);
+/*
+ * After a load: an edge on the interrupt line if InterruptStatus is not 0
+ * (a state saved with a coalesced interrupt still waiting has it raised;
+ * one the driver had not yet answered comes again, and a driver that finds
+ * nothing new ignores it). Any thread.
+ */
+void virtio_mmio_repulse(struct virtio_mmio *v);
 unsigned virtio_mmio_nr_queues(const struct virtio_mmio *v);
 /* "virtio-rng" */
 const char *virtio_mmio_name(const struct virtio_mmio *v);

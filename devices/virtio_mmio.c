@@ -92,6 +92,10 @@ struct virtio_mmio {
 	unsigned nr_own;
 	const char *own_names[VIRTIO_MAX_OWN_STATS];
 	char queue_stat[VIRTIO_MAX_QUEUES * 2][32];
+	/* Interrupt coalescing: the queues whose used-buffer interrupts wait for host.defer_irq's timer. */
+	uint32_t defer_mask;
+	bool deferred[VIRTIO_MAX_QUEUES];      /* one waits */
+	uint16_t defer_old[VIRTIO_MAX_QUEUES]; /* ... for the buffers used since this used idx */
 };
 
 #define COUNT(v, field) __atomic_add_fetch(&(v)->c.field, 1, __ATOMIC_RELAXED)
@@ -226,6 +230,7 @@ static void reset(struct virtio_mmio *v)
 {
 	memset(&v->st, 0, sizeof(v->st));
 	memset(v->q, 0, sizeof(v->q));
+	memset(v->deferred, 0, sizeof(v->deferred));
 	if (v->ops->reset)
 		v->ops->reset(v->be);
 }
@@ -354,11 +359,50 @@ static bool can_serve(struct virtio_mmio *v, unsigned qi)
 	       v->q[qi].ready;
 }
 
+/*
+ * Buffers of queue qi were used since old_used: the interrupt the driver
+ * wants, now, or (coalesced) when the host's timer fires, for every buffer
+ * used until then.
+ */
+static void used_since(struct virtio_mmio *v, unsigned qi, uint16_t old_used)
+{
+	if (old_used == v->q[qi].used_idx)
+		return;
+	if ((v->defer_mask >> qi) & 1) {
+		if (!v->deferred[qi]) {
+			v->deferred[qi] = true;
+			v->defer_old[qi] = old_used;
+			v->host.defer_irq(v->host.opaque, qi);
+		}
+		return;
+	}
+	if (vq_need_notify(&v->q[qi], &v->host, v->st.drv_features & F_EVENT_IDX, old_used))
+		raise_used(v, qi);
+}
+
+void virtio_mmio_defer_irqs(struct virtio_mmio *v, uint32_t mask)
+{
+	pthread_mutex_lock(&v->lock);
+	v->defer_mask = v->host.defer_irq ? mask & ((1u << v->ops->nr_queues) - 1) : 0;
+	pthread_mutex_unlock(&v->lock);
+}
+
+void virtio_mmio_fire_deferred(struct virtio_mmio *v, unsigned qi)
+{
+	pthread_mutex_lock(&v->lock);
+	if (qi < VIRTIO_MAX_QUEUES && v->deferred[qi]) {
+		v->deferred[qi] = false;
+		if (v->q[qi].ready &&
+		    vq_need_notify(&v->q[qi], &v->host, v->st.drv_features & F_EVENT_IDX, v->defer_old[qi]))
+			raise_used(v, qi);
+	}
+	pthread_mutex_unlock(&v->lock);
+}
+
 /* After serving: the interrupt the driver wants; a queue left with work is served again after the others. */
 static void served(struct virtio_mmio *v, unsigned qi, uint16_t old_used, unsigned budget)
 {
-	if (vq_need_notify(&v->q[qi], &v->host, v->st.drv_features & F_EVENT_IDX, old_used))
-		raise_used(v, qi);
+	used_since(v, qi, old_used);
 	if (!budget && v->host.notify_queue)
 		v->host.notify_queue(v->host.opaque, qi); /* more may wait: after the others */
 }
@@ -576,9 +620,8 @@ void virtio_mmio_complete(struct virtio_mmio *v, const uint64_t *tags, const int
 		pushed[qi] = true;
 	}
 	for (unsigned i = 0; i < VIRTIO_MAX_QUEUES; i++)
-		if (pushed[i] &&
-		    vq_need_notify(&v->q[i], &v->host, v->st.drv_features & F_EVENT_IDX, old_used[i]))
-			raise_used(v, i);
+		if (pushed[i])
+			used_since(v, i, old_used[i]);
 	pthread_mutex_unlock(&v->lock);
 }
 
@@ -765,7 +808,19 @@ void virtio_mmio_save(struct virtio_mmio *v, struct virtio_mmio_state *st)
 
 		st->q[i] = (struct virtio_queue_state){ q->num,	 q->ready,	q->desc,    q->avail,
 							q->used, q->last_avail, q->used_idx };
+		/* A coalesced interrupt still waiting: the state has it as raised (virtio_mmio_repulse). */
+		if (v->deferred[i] && q->ready &&
+		    vq_need_notify(q, &v->host, v->st.drv_features & F_EVENT_IDX, v->defer_old[i]))
+			st->int_status |= INT_USED;
 	}
+	pthread_mutex_unlock(&v->lock);
+}
+
+void virtio_mmio_repulse(struct virtio_mmio *v)
+{
+	pthread_mutex_lock(&v->lock);
+	if (v->st.int_status && v->host.pulse_irq)
+		v->host.pulse_irq(v->host.opaque);
 	pthread_mutex_unlock(&v->lock);
 }
 

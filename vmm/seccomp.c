@@ -103,9 +103,10 @@ static const int main_calls[] = {
 
 /* The virtio I/O thread: waits on the queues' eventfds, serves them, interrupts through an irqfd. */
 static const int io_calls[] = {
-	SCMP_SYS(epoll_wait),  /* the queues' eventfds */
-	SCMP_SYS(epoll_pwait), /* ... (some libcs) */
-	SCMP_SYS(getrandom),   /* virtio-rng's bytes */
+	SCMP_SYS(epoll_wait),	/* the queues' eventfds */
+	SCMP_SYS(epoll_pwait),	/* ... (some libcs) */
+	SCMP_SYS(epoll_pwait2), /* ... with a coalesced interrupt's timeout */
+	SCMP_SYS(getrandom),	/* virtio-rng's bytes */
 	/*
 	 * virtio-blk: submit the disks' requests and reap (or, for a drain,
 	 * wait for) their completions on the rings made at setup. The reads,

@@ -54,11 +54,13 @@ struct vv_dev {
 	int irqfd; /* -1: KVM_IRQ_LINE pulses instead */
 	bool ioeventfd;
 	struct vv_queue q[VIRTIO_MAX_QUEUES];
-	struct vm_blk *blk;	    /* a disk: its image and ring */
-	struct vv_queue ring;	    /* ... whose completions the I/O thread reaps */
-	const struct vm_disk *disk; /* ... as the command line (or the snapshot) gave it */
-	struct vm_tap *tap;	    /* virtio-net: its tap, else NULL */
-	struct vv_queue tap_ready;  /* virtio-net: the tap has frames for queue 0 */
+	struct vm_blk *blk;		     /* a disk: its image and ring */
+	struct vv_queue ring;		     /* ... whose completions the I/O thread reaps */
+	const struct vm_disk *disk;	     /* ... as the command line (or the snapshot) gave it */
+	struct vm_tap *tap;		     /* virtio-net: its tap, else NULL */
+	struct vv_queue tap_ready;	     /* virtio-net: the tap has frames for queue 0 */
+	uint64_t irq_delay_ns;		     /* virtio-net: transmit interrupts coalesced over this long */
+	uint64_t irq_due[VIRTIO_MAX_QUEUES]; /* a coalesced interrupt fires then (util_now_ns); 0: none */
 };
 
 struct vm_virtio {
@@ -66,6 +68,7 @@ struct vm_virtio {
 	struct vv_dev dev[VM_VIRTIO_MAX];
 	unsigned n;
 	int epfd, stop_efd;
+	bool coalesce; /* a device coalesces interrupts (--net tx-usecs=) */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t io_lock; /* the I/O thread serves under it; a snapshot saves under it */
@@ -194,6 +197,15 @@ static void host_pulse_irq(void *opaque)
 	}
 }
 
+/* A coalesced interrupt of queue q: fired by the I/O thread when it is due. The I/O thread. */
+static void host_defer_irq(void *opaque, unsigned q)
+{
+	struct vv_dev *d = opaque;
+
+	if (q < VIRTIO_MAX_QUEUES)
+		d->irq_due[q] = util_now_ns() + d->irq_delay_ns;
+}
+
 /* A notification that reached userspace (no ioeventfd matched), or more work: to the I/O thread. */
 static void host_notify_queue(void *opaque, unsigned q)
 {
@@ -240,14 +252,27 @@ static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 	p.io = vm_tap_io(d->tap);
 	d->tap_ready = (struct vv_queue){ .dev = d, .index = 0, .efd = -1, .tap = true };
 	d->part = &virtio_net_parts[i];
+	d->irq_delay_ns = (uint64_t)nc->tx_usecs * 1000;
+	if (d->irq_delay_ns)
+		d->host.defer_irq = host_defer_irq;
 	rc = virtio_net_create(&d->dev, &d->host, &p);
 	if (rc)
 		return errbuf_set(err, rc, "%s: %s", d->win.name, strerror(-rc));
-	if (d->owner->cfg.verbose)
-		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s%s", d->win.name, nc->tap,
+	if (d->irq_delay_ns) {
+		virtio_mmio_defer_irqs(d->dev, 1u << 1); /* queue 1 transmits */
+		d->owner->coalesce = true;
+	}
+	if (d->owner->cfg.verbose) {
+		char coal[64] = "";
+
+		if (nc->tx_usecs)
+			snprintf(coal, sizeof(coal), "; transmit interrupts coalesced over %u us",
+				 nc->tx_usecs);
+		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s%s%s", d->win.name, nc->tap,
 		       p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],
 		       p.offloads ? "csum, tso4, tso6" : "none (the tap refuses TUNSETOFFLOAD)",
-		       p.mrg_rxbuf ? ", mergeable receive buffers" : "");
+		       p.mrg_rxbuf ? ", mergeable receive buffers" : "", coal);
+	}
 	return 0;
 }
 
@@ -506,6 +531,32 @@ static void serve(struct vm_virtio *vv, struct vv_queue *q)
 	pthread_mutex_unlock(&vv->io_lock);
 }
 
+/* Fire the coalesced interrupts that are due; returns when the next one is (0: none waits). */
+static uint64_t fire_due(struct vm_virtio *vv)
+{
+	uint64_t now = util_now_ns(), next = 0;
+
+	if (!vv->coalesce)
+		return 0;
+	for (unsigned i = 0; i < vv->n; i++) {
+		struct vv_dev *d = &vv->dev[i];
+
+		for (unsigned k = 0; k < VIRTIO_MAX_QUEUES; k++) {
+			if (!d->irq_due[k])
+				continue;
+			if (d->irq_due[k] <= now) {
+				d->irq_due[k] = 0;
+				pthread_mutex_lock(&vv->io_lock);
+				virtio_mmio_fire_deferred(d->dev, k);
+				pthread_mutex_unlock(&vv->io_lock);
+			} else if (!next || d->irq_due[k] < next) {
+				next = d->irq_due[k];
+			}
+		}
+	}
+	return next;
+}
+
 static void *io_thread(void *arg)
 {
 	struct vm_virtio *vv = arg;
@@ -520,12 +571,31 @@ static void *io_thread(void *arg)
 	pthread_mutex_unlock(&vv->lock);
 	if (rc)
 		return NULL;
-	/* A restored VM may have requests whose notification was in flight at the snapshot. */
-	for (unsigned i = 0; i < vv->n; i++)
+	/*
+	 * A restored VM may have requests whose notification was in flight at
+	 * the snapshot, and an interrupt that was (or was to be) raised.
+	 */
+	for (unsigned i = 0; i < vv->n; i++) {
+		virtio_mmio_repulse(vv->dev[i].dev);
 		for (unsigned k = 0; k < virtio_mmio_nr_queues(vv->dev[i].dev); k++)
 			serve(vv, &vv->dev[i].q[k]);
+	}
 	for (;;) {
-		int n = epoll_wait(vv->epfd, ev, 16, -1);
+		uint64_t due = fire_due(vv);
+		int n;
+
+		if (due) {
+			uint64_t now = util_now_ns(), left = due > now ? due - now : 0;
+			struct timespec ts = { (time_t)(left / 1000000000), (long)(left % 1000000000) };
+
+			n = epoll_pwait2(vv->epfd, ev, 16, &ts, NULL);
+			if (n < 0 && errno == ENOSYS) /* before Linux 5.11: whole milliseconds */
+				n = epoll_wait(vv->epfd, ev, 16, (int)((left + 999999) / 1000000));
+			if (n == 0)
+				continue;
+		} else {
+			n = epoll_wait(vv->epfd, ev, 16, -1);
+		}
 
 		if (n < 0 && errno == EINTR)
 			continue;

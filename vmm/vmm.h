@@ -51,12 +51,14 @@ struct vm_disk {
 	bool readonly;
 };
 
-/* One --net tap=NAME[,mac=MAC]. */
+/* One --net tap=NAME[,mac=MAC][,mrg=on][,tx-usecs=N]. */
+#define VM_NET_TX_USECS_MAX 10000
 struct vm_net_cfg {
 	char tap[VIRTIO_NET_IFNAMSIZ];
 	uint8_t mac[6];
-	bool has_mac;	/* else vm_net_default_mac */
-	bool mrg_rxbuf; /* mrg=on: offer mergeable receive buffers */
+	bool has_mac;	   /* else vm_net_default_mac */
+	bool mrg_rxbuf;	   /* mrg=on: offer mergeable receive buffers */
+	uint32_t tx_usecs; /* tx-usecs=N: a transmit interrupt waits N µs for more (0: none waits) */
 };
 
 /* A running VM's disk: its image's absolute path, read-only or not, its capacity (512-byte sectors). */

@@ -608,3 +608,95 @@ Test(virtio_net, rx_mergeable_malformed_chain_between_good_ones)
 	cr_assert_eq(used_id(RXQ_BASE, 2), 2);
 	cr_assert_eq(used_len(RXQ_BASE, 2), 200);
 }
+
+static int defers;
+
+static void fake_defer(void *opaque, unsigned q)
+{
+	(void)opaque;
+	cr_assert_eq(q, 1, "only the transmit queue coalesces");
+	defers++;
+}
+
+/* One small frame on the transmit queue at descriptor i (a chain of one). */
+static void tx_one(unsigned i)
+{
+	desc(TXQ_BASE, i, BUFS + 128 * i, 60, false, false);
+	avail(TXQ_BASE, (uint16_t)i);
+	virtio_mmio_serve(v, 1);
+}
+
+Test(virtio_net, tx_interrupts_coalesce_until_the_timer_fires)
+{
+	struct dev_host h = host;
+	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
+				       .ifname = "tap7",
+				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
+
+	virtio_mmio_destroy(v);
+	h.defer_irq = fake_defer;
+	memcpy(p.mac, mac, 6);
+	cr_assert_eq(virtio_net_create(&v, &h, &p), 0);
+	virtio_mmio_defer_irqs(v, 1u << 1);
+	defers = 0;
+	up(1u << 5);
+	pulses = 0;
+	for (unsigned i = 0; i < 3; i++)
+		tx_one(i);
+	cr_assert_eq(tx_calls, 3);
+	cr_assert_eq(used_idx(TXQ_BASE), 3, "the buffers are given back at once");
+	cr_assert_eq(pulses, 0, "their interrupt waits for the timer");
+	cr_assert_eq(defers, 1, "one timer for the three");
+	virtio_mmio_fire_deferred(v, 1);
+	cr_assert_eq(pulses, 1, "one interrupt for the three");
+	cr_assert_eq(rd(0x60) & 1, 1, "InterruptStatus: used buffers");
+	virtio_mmio_fire_deferred(v, 1);
+	cr_assert_eq(pulses, 1, "a timer with nothing waiting raises nothing");
+	tx_one(3);
+	cr_assert_eq(defers, 2, "the next frame arms the timer again");
+	wr(0x70, 0);
+	virtio_mmio_fire_deferred(v, 1);
+	cr_assert_eq(pulses, 1, "a reset drops the interrupt that waited");
+}
+
+/* A snapshot with a coalesced interrupt still waiting: the state has it raised, and a load raises it again. */
+Test(virtio_net, a_waiting_interrupt_is_saved_raised_and_comes_after_a_load)
+{
+	struct dev_host h = host;
+	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
+				       .ifname = "tap7",
+				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
+	struct virtio_net_state st;
+
+	virtio_mmio_destroy(v);
+	h.defer_irq = fake_defer;
+	memcpy(p.mac, mac, 6);
+	cr_assert_eq(virtio_net_create(&v, &h, &p), 0);
+	virtio_mmio_defer_irqs(v, 1u << 1);
+	up(1u << 5);
+	virtio_mmio_repulse(v);
+	cr_assert_eq(pulses, 0, "nothing raised: no edge");
+	tx_one(0);
+	cr_assert_eq(pulses, 0);
+	cr_assert_eq(rd(0x60), 0, "not raised yet");
+	virtio_net_save(v, &st);
+	cr_assert_eq(st.t.int_status & 1, 1, "saved as raised");
+	virtio_mmio_destroy(v);
+	make(VIRTIO_NET_OFFLOADS);
+	cr_assert_eq(virtio_net_load(v, &st), 0);
+	virtio_mmio_repulse(v);
+	cr_assert_eq(pulses, 1, "the interrupt comes after the load");
+	cr_assert_eq(rd(0x60) & 1, 1);
+	wr(0x64, 1);
+	virtio_mmio_repulse(v);
+	cr_assert_eq(pulses, 1, "answered: no edge again");
+}
+
+Test(virtio_net, tx_interrupts_do_not_wait_without_a_timer)
+{
+	virtio_mmio_defer_irqs(v, 1u << 1); /* the host gave no defer_irq */
+	up(1u << 5);
+	pulses = 0;
+	tx_one(0);
+	cr_assert_eq(pulses, 1);
+}

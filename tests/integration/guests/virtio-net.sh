@@ -8,7 +8,8 @@
 # reset with frames pending; then the same exchange works. fallback: no ioeventfd, no irqfd.
 # mergeable: MRG_RXBUF (--net mrg=on), 256-byte receive buffers, echo replies of 1054 bytes in 5.
 # cases: virtio-net virtio-net-hostile virtio-net-fallback virtio-net-default-mac virtio-net-flood
-# cases: virtio-net-mergeable
+# cases: virtio-net-mergeable virtio-net-coalesce
+# coalesce: the flood with --net tx-usecs=10000: at most one transmit interrupt per 10 ms of it.
 . "$(dirname "$0")/../lib.sh"
 
 tap=pvtest-net0
@@ -79,4 +80,22 @@ expect_status 0; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; exp
 expect_err 'virtio-net0: received [0-9]* frames, [0-9]* bytes, 0 dropped; sent 3004 frames, [0-9]* bytes, 0 errors'
 grep 'virtio-net: flood:' "$T/$cur.out" | sed 's/^/  /'; net_line | sed 's/^/  /'
 grep 'virtio-net0: [0-9]* requests' "$T/$cur.err" | sed 's/^/  /'
+expect_clean; done_test
+
+# tx-usecs=10000: a transmit interrupt waits 10 ms for more, so the flood's interrupts are at most
+# one per 10 ms of it (and a few for the exchanges before it), however fast or slow the host (the
+# guest polls the used ring: all arrive).
+run virtio-net-coalesce 200 "$PV" run --kernel "$G/virtio-net.elf" --net tap=$tap,tx-usecs=10000 --verbose \
+	--timeout 180 --cmdline flood=3000
+expect_status 0; expect_out '^SUMMARY: [0-9]* tests, 0 unexpected failures'; expect_out 'PASS: flood: 3000 of 3000'
+expect_err "virtio-net0: tap $tap, MAC .*; transmit interrupts coalesced over 10000 us"
+us=$(sed -n 's/.*flood: 3000 frames of [0-9]* bytes in \([0-9]*\) us.*/\1/p' "$T/$cur.out")
+irqs=$(sed -n 's/.*transmit queue \([0-9]*\) notifications, \([0-9]*\) interrupts.*/\2/p' "$T/$cur.err")
+if [ -z "$us" ] || [ -z "$irqs" ]; then
+	bad "no flood time or transmit interrupts: $(grep 'flood:' "$T/$cur.out") $(grep 'transmit queue' "$T/$cur.err")"
+elif [ "$irqs" -gt $((us / 10000 + 10)) ]; then
+	bad "$irqs transmit interrupts in a flood of $us us: more than one per 10 ms"
+fi
+echo "  $irqs transmit interrupts in a flood of $us us (3000 frames in batches of 8)"
+grep 'virtio-net0: [0-9]* requests\|transmit queue' "$T/$cur.err" | sed 's/^/  /'
 expect_clean; done_test
