@@ -9,7 +9,8 @@
  * whose frames have lengths from the input), driven as a hostile guest
  * drives them. The input fills a 64 KiB
  * guest RAM and either sets up one queue anywhere in it (walker mode) or
- * is a program of register accesses and queue services (transport mode).
+ * is a program of register accesses and queue services, with interrupts
+ * coalesced or not and the coalesced ones fired when it says (transport mode).
  * Every buffer handed out must lie inside RAM, and every walk must end.
  */
 #include <errno.h>
@@ -31,7 +32,14 @@ static void *hva(void *opaque, uint64_t gpa, uint64_t len)
 	return gpa > RAM || len > RAM - gpa ? NULL : ram + gpa;
 }
 
-static const struct dev_host host = { .gpa_to_hva = hva };
+static void defer_irq(void *opaque, unsigned q)
+{
+	(void)opaque;
+	(void)q;
+}
+
+/* The transport's own: with a coalescing timer the fuzzer fires (the walker needs only RAM). */
+static const struct dev_host host = { .gpa_to_hva = hva, .defer_irq = defer_irq };
 
 static long next_frame; /* the fake tap's next frame length; -EAGAIN: none */
 
@@ -189,6 +197,8 @@ static void transport(const uint8_t *d, size_t size, bool blk, bool net)
 	    : net ? virtio_net_create(&v, &host, &np)
 		  : virtio_rng_create(&v, &host))
 		abort();
+	if (img && (d[0] & 2))
+		virtio_mmio_defer_irqs(v, 3); /* interrupts coalesced: the input fires them (bit 5) */
 	for (size_t at = img; at + 6 <= size; at += 6) {
 		const uint8_t *s = d + at;
 		uint8_t buf[8];
@@ -210,6 +220,10 @@ static void transport(const uint8_t *d, size_t size, bool blk, bool net)
 				virtio_mmio_poll(v, 0); /* a frame came to the tap */
 			else
 				virtio_mmio_serve(v, s[0] >> 7);
+			if (s[0] & 0x20) {
+				virtio_mmio_fire_deferred(v, 0);
+				virtio_mmio_fire_deferred(v, 1);
+			}
 			break;
 		default:
 			if (net) {
