@@ -27,7 +27,8 @@
 # BENCH_NET_CPUS (2), BENCH_NET_MEM (256M), BENCH_NET_TIMEOUT (240 s a boot:
 # under the test host's 300 s without output), BENCH_NET_VHOST, BENCH_NET_MRG (1: perfvisor's
 # --net mrg=on, mergeable receive buffers, which QEMU's device offers by default; 0: without),
-# BENCH_NET_TX_USECS (0: perfvisor's --net tx-usecs=, transmit interrupt coalescing), BENCH_HOST.
+# BENCH_NET_RX_USECS, BENCH_NET_TX_USECS (0: perfvisor's --net rx-usecs=, tx-usecs=, interrupt
+# coalescing), BENCH_HOST.
 # Run by bench/run.sh.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -81,10 +82,11 @@ qemu="qemu-system-x86_64 -enable-kvm -cpu host,-arch-capabilities -smp $cpus -m 
 qnic="-device virtio-net-device,netdev=n0,mac=$mac -netdev tap,id=n0,ifname=pvbench0,script=no,downscript=no,vhost"
 mrg=on
 [ "${BENCH_NET_MRG:-1}" != 0 ] || mrg=off
+rxus=${BENCH_NET_RX_USECS:-0}
 txus=${BENCH_NET_TX_USECS:-0}
-case "$txus" in '' | *[!0-9]*) echo "bench: BENCH_NET_TX_USECS must be microseconds, 0 to 10000" >&2; exit 2 ;; esac
+case "$rxus$txus" in '' | *[!0-9]*) echo "bench: BENCH_NET_RX_USECS and BENCH_NET_TX_USECS must be microseconds, 0 to 10000" >&2; exit 2 ;; esac
 pvrun="$pv run --kernel $kernel --initrd $initrd --cpus $cpus --memory $mem --console stdio --verbose
-	--net tap=pvbench0,mac=$mac,mrg=$mrg,tx-usecs=$txus"
+	--net tap=pvbench0,mac=$mac,mrg=$mrg,rx-usecs=$rxus,tx-usecs=$txus"
 
 # In the namespace (busybox unshare -n sh -c "$ns" sh OUT COMMAND...): the
 # tap pvbench0 with 10.0.2.1/24, the listeners, COMMAND under timeout -s
@@ -185,7 +187,7 @@ boot() {
 		END { printf "bench: net: %s, boot %d%s\n", lab, run, s }' "$tmp/boot.tsv"
 }
 
-echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way, perfvisor with --net mrg=$mrg,tx-usecs=$txus${vhost:+, and QEMU with vhost=on} ..."
+echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way, perfvisor with --net mrg=$mrg,rx-usecs=$rxus,tx-usecs=$txus${vhost:+, and QEMU with vhost=on} ..."
 : >"$tmp/results.tsv"
 : >"$tmp/bind.tsv"
 : >"$tmp/counters.tsv"

@@ -64,13 +64,14 @@ const char cli_run_usage[] =
 	"                       block device), repeatable up to 8: /dev/vda, /dev/vdb, ... in this order\n"
 	"                       (docs/devices.md); the image is locked, so no two VMs write one image;\n"
 	"                       readonly=on opens it read-only and the guest's writes fail\n"
-	"  --net tap=NAME[,mac=MAC][,mrg=on][,tx-usecs=N]  a virtio-net device on the existing tap\n"
-	"                       interface NAME (docs/devices.md); repeatable, at most 4; MAC a unicast\n"
-	"                       aa:bb:cc:dd:ee:ff (default 52:56:HH:HH:HH:N, from --name or the pid);\n"
+	"  --net tap=NAME[,mac=MAC][,mrg=on][,rx-usecs=N][,tx-usecs=N]  a virtio-net device on the\n"
+	"                       existing tap interface NAME (docs/devices.md); repeatable, at most 4;\n"
+	"                       MAC a unicast aa:bb:cc:dd:ee:ff (default 52:56:HH:HH:HH:N, from\n"
+	"                       --name or the pid);\n"
 	"                       mrg=on offers mergeable receive buffers (faster host -> guest;\n"
 	"                       default off while a guest fault seen with them is not understood);\n"
-	"                       tx-usecs=N (0-10000) holds a transmit interrupt N us for more\n"
-	"                       (interrupt coalescing, as ethtool -C tx-usecs; default 0)\n"
+	"                       rx-usecs=N, tx-usecs=N (0-10000) hold a receive, a transmit interrupt\n"
+	"                       N us for more (interrupt coalescing, as ethtool -C; default 0)\n"
 	"  --seccomp on|log|off per-thread system call filters (docs/security.md): on stops the VM\n"
 	"                       at a denied call, log only has the kernel log it (default on)\n"
 	"  --profile EVENT:PERIOD[,EVENT:PERIOD][,mode=stack|leaf]  sample every vCPU on the overflow\n"
@@ -200,7 +201,7 @@ static bool ifname_ok(const char *s, size_t len)
 	return true;
 }
 
-/* --net tap=NAME[,mac=MAC][,mrg=on|off][,tx-usecs=N] */
+/* --net tap=NAME[,mac=MAC][,mrg=on|off][,rx-usecs=N][,tx-usecs=N] */
 static int parse_net(const char *arg, struct vm_config *cfg, struct errbuf *err)
 {
 	struct vm_net_cfg n = { 0 };
@@ -217,7 +218,7 @@ static int parse_net(const char *arg, struct vm_config *cfg, struct errbuf *err)
 		if (klen == len)
 			return errbuf_set(
 				err, -EINVAL,
-				"--net '%.80s': '%.*s' is not KEY=VALUE (tap=NAME[,mac=MAC][,mrg=on][,tx-usecs=N])",
+				"--net '%.80s': '%.*s' is not KEY=VALUE (tap=NAME[,mac=MAC][,mrg=on][,rx-usecs=N][,tx-usecs=N])",
 				arg, (int)(len > 40 ? 40 : len), p);
 		if (klen == 3 && !strncmp(p, "tap", 3)) {
 			if (!ifname_ok(val, vlen))
@@ -237,20 +238,20 @@ static int parse_net(const char *arg, struct vm_config *cfg, struct errbuf *err)
 				return errbuf_set(err, -EINVAL, "--net mrg= must be on or off (got '%.*s')",
 						  (int)(vlen > 40 ? 40 : vlen), val);
 			n.mrg_rxbuf = vlen == 2;
-		} else if (klen == 8 && !strncmp(p, "tx-usecs", 8)) {
+		} else if (klen == 8 && (!strncmp(p, "rx-usecs", 8) || !strncmp(p, "tx-usecs", 8))) {
 			char num[16];
 			uint64_t us;
 
 			snprintf(num, sizeof(num), "%.*s",
 				 (int)(vlen < sizeof(num) - 1 ? vlen : sizeof(num) - 1), val);
-			if (vlen >= sizeof(num) || util_parse_u64(num, 0, VM_NET_TX_USECS_MAX, &us))
-				return errbuf_set(err, -EINVAL, "--net tx-usecs=%.*s: microseconds, 0 to %u",
-						  (int)(vlen > 40 ? 40 : vlen), val, VM_NET_TX_USECS_MAX);
-			n.tx_usecs = (uint32_t)us;
+			if (vlen >= sizeof(num) || util_parse_u64(num, 0, VM_NET_USECS_MAX, &us))
+				return errbuf_set(err, -EINVAL, "--net %cx-usecs=%.*s: microseconds, 0 to %u",
+						  p[0], (int)(vlen > 40 ? 40 : vlen), val, VM_NET_USECS_MAX);
+			*(p[0] == 'r' ? &n.rx_usecs : &n.tx_usecs) = (uint32_t)us;
 		} else {
 			return errbuf_set(
 				err, -EINVAL,
-				"--net: unknown key '%.*s' (tap=NAME[,mac=MAC][,mrg=on][,tx-usecs=N])",
+				"--net: unknown key '%.*s' (tap=NAME[,mac=MAC][,mrg=on][,rx-usecs=N][,tx-usecs=N])",
 				(int)(klen > 40 ? 40 : klen), p);
 		}
 		p += len + (p[len] == ',');

@@ -54,12 +54,13 @@ struct vv_dev {
 	int irqfd; /* -1: KVM_IRQ_LINE pulses instead */
 	bool ioeventfd;
 	struct vv_queue q[VIRTIO_MAX_QUEUES];
-	struct vm_blk *blk;		     /* a disk: its image and ring */
-	struct vv_queue ring;		     /* ... whose completions the I/O thread reaps */
-	const struct vm_disk *disk;	     /* ... as the command line (or the snapshot) gave it */
-	struct vm_tap *tap;		     /* virtio-net: its tap, else NULL */
-	struct vv_queue tap_ready;	     /* virtio-net: the tap has frames for queue 0 */
-	uint64_t irq_delay_ns;		     /* virtio-net: transmit interrupts coalesced over this long */
+	struct vm_blk *blk;	    /* a disk: its image and ring */
+	struct vv_queue ring;	    /* ... whose completions the I/O thread reaps */
+	const struct vm_disk *disk; /* ... as the command line (or the snapshot) gave it */
+	struct vm_tap *tap;	    /* virtio-net: its tap, else NULL */
+	struct vv_queue tap_ready;  /* virtio-net: the tap has frames for queue 0 */
+	uint64_t irq_delay_ns
+		[VIRTIO_MAX_QUEUES];	     /* virtio-net: a queue's interrupts coalesced over this long */
 	uint64_t irq_due[VIRTIO_MAX_QUEUES]; /* a coalesced interrupt fires then (util_now_ns); 0: none */
 };
 
@@ -68,7 +69,7 @@ struct vm_virtio {
 	struct vv_dev dev[VM_VIRTIO_MAX];
 	unsigned n;
 	int epfd, stop_efd;
-	bool coalesce; /* a device coalesces interrupts (--net tx-usecs=) */
+	bool coalesce; /* a device coalesces interrupts (--net rx-usecs=, tx-usecs=) */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t io_lock; /* the I/O thread serves under it; a snapshot saves under it */
@@ -203,7 +204,7 @@ static void host_defer_irq(void *opaque, unsigned q)
 	struct vv_dev *d = opaque;
 
 	if (q < VIRTIO_MAX_QUEUES)
-		d->irq_due[q] = util_now_ns() + d->irq_delay_ns;
+		d->irq_due[q] = util_now_ns() + d->irq_delay_ns[q];
 }
 
 /* A notification that reached userspace (no ioeventfd matched), or more work: to the I/O thread. */
@@ -252,21 +253,23 @@ static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 	p.io = vm_tap_io(d->tap);
 	d->tap_ready = (struct vv_queue){ .dev = d, .index = 0, .efd = -1, .tap = true };
 	d->part = &virtio_net_parts[i];
-	d->irq_delay_ns = (uint64_t)nc->tx_usecs * 1000;
-	if (d->irq_delay_ns)
+	d->irq_delay_ns[0] = (uint64_t)nc->rx_usecs * 1000; /* queue 0 receives, */
+	d->irq_delay_ns[1] = (uint64_t)nc->tx_usecs * 1000; /* queue 1 transmits */
+	if (nc->rx_usecs || nc->tx_usecs)
 		d->host.defer_irq = host_defer_irq;
 	rc = virtio_net_create(&d->dev, &d->host, &p);
 	if (rc)
 		return errbuf_set(err, rc, "%s: %s", d->win.name, strerror(-rc));
-	if (d->irq_delay_ns) {
-		virtio_mmio_defer_irqs(d->dev, 1u << 1); /* queue 1 transmits */
+	if (nc->rx_usecs || nc->tx_usecs) {
+		virtio_mmio_defer_irqs(d->dev, (nc->rx_usecs ? 1u : 0) | (nc->tx_usecs ? 2u : 0));
 		d->owner->coalesce = true;
 	}
 	if (d->owner->cfg.verbose) {
-		char coal[64] = "";
+		char coal[96] = "";
 
-		if (nc->tx_usecs)
-			snprintf(coal, sizeof(coal), "; transmit interrupts coalesced over %u us",
+		if (nc->rx_usecs || nc->tx_usecs)
+			snprintf(coal, sizeof(coal),
+				 "; interrupts coalesced over %u us receiving, %u us sending", nc->rx_usecs,
 				 nc->tx_usecs);
 		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s%s%s", d->win.name, nc->tap,
 		       p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],

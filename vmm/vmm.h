@@ -51,14 +51,15 @@ struct vm_disk {
 	bool readonly;
 };
 
-/* One --net tap=NAME[,mac=MAC][,mrg=on][,tx-usecs=N]. */
-#define VM_NET_TX_USECS_MAX 10000
+/* One --net tap=NAME[,mac=MAC][,mrg=on][,rx-usecs=N][,tx-usecs=N]. */
+#define VM_NET_USECS_MAX 10000
 struct vm_net_cfg {
 	char tap[VIRTIO_NET_IFNAMSIZ];
 	uint8_t mac[6];
 	bool has_mac;	   /* else vm_net_default_mac */
 	bool mrg_rxbuf;	   /* mrg=on: offer mergeable receive buffers */
-	uint32_t tx_usecs; /* tx-usecs=N: a transmit interrupt waits N µs for more (0: none waits) */
+	uint32_t rx_usecs; /* rx-usecs=N: a receive interrupt waits N µs for more (0: none waits) */
+	uint32_t tx_usecs; /* tx-usecs=N: a transmit interrupt waits N µs for more */
 };
 
 /* A running VM's disk: its image's absolute path, read-only or not, its capacity (512-byte sectors). */

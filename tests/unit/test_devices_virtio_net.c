@@ -610,11 +610,12 @@ Test(virtio_net, rx_mergeable_malformed_chain_between_good_ones)
 }
 
 static int defers;
+static unsigned defer_q;
 
 static void fake_defer(void *opaque, unsigned q)
 {
 	(void)opaque;
-	cr_assert_eq(q, 1, "only the transmit queue coalesces");
+	defer_q = q;
 	defers++;
 }
 
@@ -647,6 +648,7 @@ Test(virtio_net, tx_interrupts_coalesce_until_the_timer_fires)
 	cr_assert_eq(used_idx(TXQ_BASE), 3, "the buffers are given back at once");
 	cr_assert_eq(pulses, 0, "their interrupt waits for the timer");
 	cr_assert_eq(defers, 1, "one timer for the three");
+	cr_assert_eq(defer_q, 1, "the transmit queue's");
 	virtio_mmio_fire_deferred(v, 1);
 	cr_assert_eq(pulses, 1, "one interrupt for the three");
 	cr_assert_eq(rd(0x60) & 1, 1, "InterruptStatus: used buffers");
@@ -699,4 +701,36 @@ Test(virtio_net, tx_interrupts_do_not_wait_without_a_timer)
 	pulses = 0;
 	tx_one(0);
 	cr_assert_eq(pulses, 1);
+}
+
+Test(virtio_net, rx_interrupts_coalesce_too)
+{
+	struct dev_host h = host;
+	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
+				       .ifname = "tap7",
+				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
+
+	virtio_mmio_destroy(v);
+	h.defer_irq = fake_defer;
+	memcpy(p.mac, mac, 6);
+	cr_assert_eq(virtio_net_create(&v, &h, &p), 0);
+	virtio_mmio_defer_irqs(v, 1u << 0);
+	defers = 0;
+	up(1u << 5);
+	pulses = 0;
+	rx_len = 60;
+	rx_left = 2;
+	desc(RXQ_BASE, 0, BUFS, 1526, true, false);
+	desc(RXQ_BASE, 1, BUFS + 2048, 1526, true, false);
+	avail(RXQ_BASE, 0);
+	avail(RXQ_BASE, 1);
+	virtio_mmio_poll(v, 0);
+	cr_assert_eq(used_idx(RXQ_BASE), 2, "both frames in");
+	cr_assert_eq(pulses, 0);
+	cr_assert_eq(defers, 1);
+	cr_assert_eq(defer_q, 0);
+	tx_one(0);
+	cr_assert_eq(pulses, 1, "the transmit queue's interrupt comes at once");
+	virtio_mmio_fire_deferred(v, 0);
+	cr_assert_eq(pulses, 2, "the receive queue's when its timer fires");
 }

@@ -555,10 +555,14 @@ Test(cli, net)
 	cr_assert(cfg.net[0].mrg_rxbuf);
 	cr_assert_not(cfg.net[1].mrg_rxbuf);
 	cr_assert_eq(cfg.net[0].tx_usecs, 0, "transmit interrupts at once unless asked");
-	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a,tx-usecs=250", "--net", "tx-usecs=10000,tap=b"),
+	cr_assert_eq(cfg.net[0].rx_usecs, 0, "receive interrupts at once unless asked");
+	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a,tx-usecs=250", "--net",
+			   "tx-usecs=10000,tap=b,rx-usecs=7"),
 		     0, "%s", err.msg);
 	cr_assert_eq(cfg.net[0].tx_usecs, 250);
+	cr_assert_eq(cfg.net[0].rx_usecs, 0);
 	cr_assert_eq(cfg.net[1].tx_usecs, 10000);
+	cr_assert_eq(cfg.net[1].rx_usecs, 7);
 	cr_assert_eq(PARSE("--kernel", "k", "--net", "tap=a,mac=52:54:00:AB:cd:ef", "--net",
 			   "mac=52:54:00:00:00:01,tap=b"),
 		     0, "%s", err.msg);
@@ -588,6 +592,9 @@ Test(cli, net_bad)
 	expect_bad("--net tx-usecs=-1: microseconds", "--kernel", "k", "--net", "tap=a,tx-usecs=-1");
 	expect_bad("--net tx-usecs=: microseconds", "--kernel", "k", "--net", "tap=a,tx-usecs=");
 	expect_bad("--net tx-usecs=1ms: microseconds", "--kernel", "k", "--net", "tap=a,tx-usecs=1ms");
+	expect_bad("--net rx-usecs=10001: microseconds, 0 to 10000", "--kernel", "k", "--net",
+		   "tap=a,rx-usecs=10001");
+	expect_bad("--net rx-usecs=x: microseconds", "--kernel", "k", "--net", "tap=a,rx-usecs=x");
 	expect_bad("'tap' is not KEY=VALUE", "--kernel", "k", "--net", "tap");
 	expect_bad("--net tap= is not an interface name", "--kernel", "k", "--net", "tap=");
 	expect_bad("--net tap=1234567890123456 is not an interface name", "--kernel", "k", "--net",

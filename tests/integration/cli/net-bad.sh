@@ -10,7 +10,8 @@ cur=net-bad-syntax; ok=1; st=0
 for args in "tap=a,mac=53:54:00:12:34:56|is a multicast address" "tap=a,mac=52:54:00:12:34|is not a MAC address" \
 	"tap=a,mac=52:54:00:12:34:56:78|is not a MAC address" "tap=a,model=e1000|unknown key 'model'" \
 	"mac=52:54:00:12:34:56|needs tap=NAME" "tap=waytoolongname16|is not an interface name" \
-	"tap=a,mrg=yes|mrg= must be on or off" "tap=a,tx-usecs=20000|tx-usecs=20000: microseconds, 0 to 10000"; do
+	"tap=a,mrg=yes|mrg= must be on or off" "tap=a,tx-usecs=20000|tx-usecs=20000: microseconds, 0 to 10000" \
+	"tap=a,rx-usecs=1.5|rx-usecs=1.5: microseconds, 0 to 10000"; do
 	"$PV" run --kernel "$G/hello.elf" --net "${args%%|*}" --timeout 30 >"$T/o" 2>"$T/e" </dev/null
 	s=$?
 	[ "$s" -eq 2 ] || bad "--net ${args%%|*}: exit status $s, expected 2"
