@@ -619,15 +619,8 @@ static void fake_defer(void *opaque, unsigned q)
 	defers++;
 }
 
-/* One small frame on the transmit queue at descriptor i (a chain of one). */
-static void tx_one(unsigned i)
-{
-	desc(TXQ_BASE, i, BUFS + 128 * i, 60, false, false);
-	avail(TXQ_BASE, (uint16_t)i);
-	virtio_mmio_serve(v, 1);
-}
-
-Test(virtio_net, tx_interrupts_coalesce_until_the_timer_fires)
+/* The device again, its host with a coalescing timer (fake_defer), the queues in mask coalesced. */
+static void make_coalescing(uint32_t mask)
 {
 	struct dev_host h = host;
 	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
@@ -638,7 +631,20 @@ Test(virtio_net, tx_interrupts_coalesce_until_the_timer_fires)
 	h.defer_irq = fake_defer;
 	memcpy(p.mac, mac, 6);
 	cr_assert_eq(virtio_net_create(&v, &h, &p), 0);
-	virtio_mmio_defer_irqs(v, 1u << 1);
+	virtio_mmio_defer_irqs(v, mask);
+}
+
+/* One small frame on the transmit queue at descriptor i (a chain of one). */
+static void tx_one(unsigned i)
+{
+	desc(TXQ_BASE, i, BUFS + 128 * i, 60, false, false);
+	avail(TXQ_BASE, (uint16_t)i);
+	virtio_mmio_serve(v, 1);
+}
+
+Test(virtio_net, tx_interrupts_coalesce_until_the_timer_fires)
+{
+	make_coalescing(1u << 1);
 	defers = 0;
 	up(1u << 5);
 	pulses = 0;
@@ -664,17 +670,9 @@ Test(virtio_net, tx_interrupts_coalesce_until_the_timer_fires)
 /* A snapshot with a coalesced interrupt still waiting: the state has it raised, and a load raises it again. */
 Test(virtio_net, a_waiting_interrupt_is_saved_raised_and_comes_after_a_load)
 {
-	struct dev_host h = host;
-	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
-				       .ifname = "tap7",
-				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
 	struct virtio_net_state st;
 
-	virtio_mmio_destroy(v);
-	h.defer_irq = fake_defer;
-	memcpy(p.mac, mac, 6);
-	cr_assert_eq(virtio_net_create(&v, &h, &p), 0);
-	virtio_mmio_defer_irqs(v, 1u << 1);
+	make_coalescing(1u << 1);
 	up(1u << 5);
 	virtio_mmio_repulse(v);
 	cr_assert_eq(pulses, 0, "nothing raised: no edge");
@@ -705,16 +703,7 @@ Test(virtio_net, tx_interrupts_do_not_wait_without_a_timer)
 
 Test(virtio_net, rx_interrupts_coalesce_too)
 {
-	struct dev_host h = host;
-	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
-				       .ifname = "tap7",
-				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
-
-	virtio_mmio_destroy(v);
-	h.defer_irq = fake_defer;
-	memcpy(p.mac, mac, 6);
-	cr_assert_eq(virtio_net_create(&v, &h, &p), 0);
-	virtio_mmio_defer_irqs(v, 1u << 0);
+	make_coalescing(1u << 0);
 	defers = 0;
 	up(1u << 5);
 	pulses = 0;
