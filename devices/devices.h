@@ -434,8 +434,12 @@ struct virtio_net_params {
 	const char *ifname; /* the tap's name, kept for the snapshot */
 	const char *name;   /* in its log lines ("virtio-net0"; NULL: "virtio-net"); must outlive it */
 	bool mrg_rxbuf;	    /* offer VIRTIO_NET_F_MRG_RXBUF (--net mrg=on) */
+	/* Interrupt coalescing (--net rx-usecs=, tx-usecs=): the host applies it
+	 * (virtio_mmio_defer_irqs); the device keeps it for the snapshot. */
+	uint32_t rx_usecs, tx_usecs;
 	struct virtio_net_io io;
 };
+#define VIRTIO_NET_USECS_MAX 10000 /* the longest rx-usecs= or tx-usecs=, in µs */
 
 /* virtio-net's own counters (statistics virtio.netN.*), in this order. */
 struct virtio_net_counters {
@@ -446,7 +450,7 @@ struct virtio_net_counters {
 int virtio_net_create(struct virtio_mmio **out, const struct dev_host *host,
 		      const struct virtio_net_params *p);
 
-/* virtio-net's saved state: the transport's, its MAC, link, tap name and counters. */
+/* virtio-net's saved state: the transport's, its MAC, link, tap name, counters and coalescing. */
 struct virtio_net_state {
 	struct virtio_mmio_state t;
 	uint8_t mac[6];
@@ -455,6 +459,7 @@ struct virtio_net_state {
 	uint16_t ifname_len;
 	uint32_t link_up;
 	struct virtio_net_counters nc;
+	uint32_t rx_usecs, tx_usecs; /* 0 from a snapshot older than them */
 };
 /* Copy out / load (-EINVAL, changing nothing, if invalid or its MAC differs). Any thread / setup. */
 void virtio_net_save(struct virtio_mmio *v, struct virtio_net_state *st);

@@ -199,7 +199,7 @@ static void print_devices(const struct snap *s)
 	printf("devices: ");
 	for (unsigned k = 0; k < s->schema->nr_devices; k++) {
 		const struct snap_part *p = s->schema->devices[k];
-		char words[128];
+		char words[256];
 
 		if (!p->describe || !s->dev[k])
 			continue;

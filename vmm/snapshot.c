@@ -470,6 +470,9 @@ static int restore_machine(struct vm_restore *r, struct vm_config *cfg, struct e
 		cfg->net[i].has_mac = true;
 		/* mrg=on is not saved: a device whose driver took it offers it again. */
 		cfg->net[i].mrg_rxbuf = ns->t.drv_features & VIRTIO_NET_F_MRG_RXBUF;
+		/* Its interrupt coalescing, as it was (0 from a snapshot older than the setting). */
+		cfg->net[i].rx_usecs = ns->rx_usecs;
+		cfg->net[i].tx_usecs = ns->tx_usecs;
 		cfg->nr_net++;
 	}
 	/* The same CPUID; and PMI_ACK, added since an older perfvisor took the snapshot, stays

@@ -250,6 +250,8 @@ static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 		vm_net_default_mac(d->owner->cfg.vm_name, (unsigned long)getpid(), i, p.mac);
 	p.offloads = d->tap->offloads;
 	p.mrg_rxbuf = nc->mrg_rxbuf;
+	p.rx_usecs = nc->rx_usecs; /* kept for the snapshot */
+	p.tx_usecs = nc->tx_usecs;
 	p.io = vm_tap_io(d->tap);
 	d->tap_ready = (struct vv_queue){ .dev = d, .index = 0, .efd = -1, .tap = true };
 	d->part = &virtio_net_parts[i];

@@ -619,12 +619,15 @@ static void fake_defer(void *opaque, unsigned q)
 	defers++;
 }
 
-/* The device again, its host with a coalescing timer (fake_defer), the queues in mask coalesced. */
+/* The device again, its host with a coalescing timer (fake_defer), the queues in mask coalesced
+ * (receive over 300 µs, transmit over 1200). */
 static void make_coalescing(uint32_t mask)
 {
 	struct dev_host h = host;
 	struct virtio_net_params p = { .offloads = VIRTIO_NET_OFFLOADS,
 				       .ifname = "tap7",
+				       .rx_usecs = mask & 1 ? 300 : 0,
+				       .tx_usecs = mask & 2 ? 1200 : 0,
 				       .io = { NULL, fake_rx, fake_tx, fake_offloads } };
 
 	virtio_mmio_destroy(v);
@@ -681,6 +684,8 @@ Test(virtio_net, a_waiting_interrupt_is_saved_raised_and_comes_after_a_load)
 	cr_assert_eq(rd(0x60), 0, "not raised yet");
 	virtio_net_save(v, &st);
 	cr_assert_eq(st.t.int_status & 1, 1, "saved as raised");
+	cr_assert_eq(st.rx_usecs, 0, "the setting is saved: no receive coalescing,");
+	cr_assert_eq(st.tx_usecs, 1200, "transmit over 1200 us");
 	virtio_mmio_destroy(v);
 	make(VIRTIO_NET_OFFLOADS);
 	cr_assert_eq(virtio_net_load(v, &st), 0);
@@ -690,6 +695,23 @@ Test(virtio_net, a_waiting_interrupt_is_saved_raised_and_comes_after_a_load)
 	wr(0x64, 1);
 	virtio_mmio_repulse(v);
 	cr_assert_eq(pulses, 1, "answered: no edge again");
+}
+
+Test(virtio_net, coalescing_beyond_the_longest_is_refused)
+{
+	struct virtio_mmio *w = NULL;
+	struct virtio_net_params p = { .io = { NULL, fake_rx, fake_tx, fake_offloads } };
+
+	memcpy(p.mac, mac, 6);
+	p.tx_usecs = VIRTIO_NET_USECS_MAX + 1;
+	cr_assert_eq(virtio_net_create(&w, &host, &p), -EINVAL);
+	cr_assert_null(w);
+	p.tx_usecs = 0;
+	p.rx_usecs = VIRTIO_NET_USECS_MAX + 1;
+	cr_assert_eq(virtio_net_create(&w, &host, &p), -EINVAL);
+	p.rx_usecs = VIRTIO_NET_USECS_MAX;
+	cr_assert_eq(virtio_net_create(&w, &host, &p), 0);
+	virtio_mmio_destroy(w);
 }
 
 Test(virtio_net, tx_interrupts_do_not_wait_without_a_timer)

@@ -3,7 +3,8 @@
 # Live migration with virtio-net on a tap (docs/migration.md): the guest talks to the host's end of
 # the tap (ARP, ICMP echo) and waits; it moves; at the pause the source detaches from the tap and
 # the destination attaches to it by the name the state names, with the MAC and the queues where
-# they were, and the guest's second exchange works there. The same with the destination dying
+# they were, and its transmit interrupt coalescing (tx-usecs=), and the guest's second exchange
+# works there. The same with the destination dying
 # with the state: the source attaches again and the second exchange works at the source.
 # cases: migrate-net migrate-net-fault
 . "$(dirname "$0")/../lib.sh"
@@ -15,7 +16,7 @@ need_tap "$tap" 10.0.2.1/24
 # (env for the destination in $DENV); $spid/$swd the source, $dpid/$dwd the destination, $mst
 # perfvisor migrate's status.
 net() {
-	start_vm "$1" 300 run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:12:34:58 \
+	start_vm "$1" 300 run --kernel "$G/virtio-net.elf" --net tap=$tap,mac=52:54:00:12:34:58,tx-usecs=700 \
 		--cmdline "pause_ms=8000" --api-socket "$2" --timeout 280
 	spid=$vmpid; swd=$wdpid
 	wait_sock "$2" 20 || bad "no control socket"
@@ -40,7 +41,8 @@ grep -q 'virtio-net: going on' "$T/net-a.out" && bad "the guest went on at the s
 grep -q 'PASS: second: ICMP echo 3 answered' "$T/net-b.out" ||
 	bad "the second exchange failed at the destination: $(grep -m1 FAIL "$T/net-b.out")"
 grep -q '^SUMMARY: [0-9]* tests, 0 unexpected failures' "$T/net-b.out" || bad "the guest failed: $(grep -m1 FAIL "$T/net-b.out")"
-grep -q "virtio-net0: tap $tap, MAC 52:54:00:12:34:58" "$T/net-b.err" || bad "the destination did not attach to $tap with the MAC"
+grep -q "virtio-net0: tap $tap, MAC 52:54:00:12:34:58, .*; interrupts coalesced over 0 us receiving, 700 us sending" "$T/net-b.err" ||
+	bad "the destination did not attach to $tap with the MAC and the coalescing: $(grep 'virtio-net0: tap' "$T/net-b.err")"
 grep -q 'virtio-net0: received [1-9][0-9]* frames, [0-9]* bytes, 0 dropped; sent 8 frames' "$T/net-b.err" ||
 	bad "the device's counters did not continue: $(grep 'virtio-net0: received' "$T/net-b.err")"
 done_test
