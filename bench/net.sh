@@ -27,8 +27,8 @@
 # BENCH_NET_CPUS (2), BENCH_NET_MEM (256M), BENCH_NET_TIMEOUT (240 s a boot:
 # under the test host's 300 s without output), BENCH_NET_VHOST, BENCH_NET_MRG (1: perfvisor's
 # --net mrg=on, mergeable receive buffers, which QEMU's device offers by default; 0: without),
-# BENCH_NET_RX_USECS, BENCH_NET_TX_USECS (0: perfvisor's --net rx-usecs=, tx-usecs=, interrupt
-# coalescing), BENCH_HOST.
+# BENCH_NET_COALESCE (rx-usecs=2000,tx-usecs=2000: a second perfvisor row, "perfvisor coalescing",
+# with --net ...,rx-usecs=R,tx-usecs=T, interrupt coalescing; "off": none), BENCH_HOST.
 # Run by bench/run.sh.
 set -eu
 . "$(dirname "$0")/lib.sh"
@@ -82,11 +82,18 @@ qemu="qemu-system-x86_64 -enable-kvm -cpu host,-arch-capabilities -smp $cpus -m 
 qnic="-device virtio-net-device,netdev=n0,mac=$mac -netdev tap,id=n0,ifname=pvbench0,script=no,downscript=no,vhost"
 mrg=on
 [ "${BENCH_NET_MRG:-1}" != 0 ] || mrg=off
-rxus=${BENCH_NET_RX_USECS:-0}
-txus=${BENCH_NET_TX_USECS:-0}
-case "$rxus$txus" in '' | *[!0-9]*) echo "bench: BENCH_NET_RX_USECS and BENCH_NET_TX_USECS must be microseconds, 0 to 10000" >&2; exit 2 ;; esac
+coal=${BENCH_NET_COALESCE-rx-usecs=2000,tx-usecs=2000}
+case "$coal" in
+off | "") coal= ;;
+rx-usecs=*,tx-usecs=*)
+	r=${coal#rx-usecs=}; r=${r%%,*}; t=${coal#*,tx-usecs=}
+	case "$r" in "" | *[!0-9]*) coal=bad ;; esac
+	case "$t" in "" | *[!0-9]*) coal=bad ;; esac ;;
+*) coal=bad ;;
+esac
+[ "$coal" != bad ] || { echo "bench: BENCH_NET_COALESCE must be rx-usecs=R,tx-usecs=T (microseconds, 0 to 10000) or off" >&2; exit 2; }
 pvrun="$pv run --kernel $kernel --initrd $initrd --cpus $cpus --memory $mem --console stdio --verbose
-	--net tap=pvbench0,mac=$mac,mrg=$mrg,rx-usecs=$rxus,tx-usecs=$txus"
+	--net tap=pvbench0,mac=$mac,mrg=$mrg"
 
 # In the namespace (busybox unshare -n sh -c "$ns" sh OUT COMMAND...): the
 # tap pvbench0 with 10.0.2.1/24, the listeners, COMMAND under timeout -s
@@ -150,6 +157,10 @@ boot() {
 		/^pvinit: net frames (start|sent|received) tx [0-9]+ [0-9]+ rx [0-9]+ [0-9]+$/ {
 			for (i = 0; i < 4; i++) fr[$4, i] = $(6 + i + (i > 1)); next
 		}
+		/^pvinit: net tcp (start|sent|received) / {  # the guest TCP'"'"'s segments out and in
+			for (i = 5; i <= NF; i++) if ($i ~ /^(OutSegs|InSegs)=[0-9]+$/) { split($i, kv, "="); seg[$4, kv[1]] = kv[2] }
+			next
+		}
 		/^pvinit: net sent [0-9]+ MiB in [0-9.]+ [0-9.]+$/ { sn = $4; st0 = $7; st1 = $8; sent = 1; next }
 		/^pvinit: net received md5 [0-9a-f]*, [0-9]+ MiB in [0-9.]+ [0-9.]+$/ {
 			rmd5 = $5; sub(/,$/, "", rmd5); rn = $6; rt0 = $9; rt1 = $10; recv = 1; next
@@ -170,12 +181,15 @@ boot() {
 			else one("h2g", rmd5 == h2gwant, rn, rt0, rt1, sprintf("md5: the host sent %s, the guest got %s", h2gwant, rmd5))
 			if (why != "" && sent && recv) printf "%s\t%s\tboot\tfailed\t%s\n", lab, run, why
 			# eth0 frames and bytes each way during each direction, as the guest counted them
+			# the data segments TCP sent (g2h) or took in (h2g), where the guest said: else -1
 			if (("start", 0) in fr && ("sent", 0) in fr)
-				printf "%s\t%s\tg2h\t%d\t%d\t%d\t%d\n", lab, run, fr["sent", 0] - fr["start", 0], fr["sent", 1] - fr["start", 1],
-					fr["sent", 2] - fr["start", 2], fr["sent", 3] - fr["start", 3] >frames
+				printf "%s\t%s\tg2h\t%d\t%d\t%d\t%d\t%d\n", lab, run, fr["sent", 0] - fr["start", 0], fr["sent", 1] - fr["start", 1],
+					fr["sent", 2] - fr["start", 2], fr["sent", 3] - fr["start", 3],
+					(("sent", "OutSegs") in seg && ("start", "OutSegs") in seg) ? seg["sent", "OutSegs"] - seg["start", "OutSegs"] : -1 >frames
 			if (("sent", 0) in fr && ("received", 0) in fr)
-				printf "%s\t%s\th2g\t%d\t%d\t%d\t%d\n", lab, run, fr["received", 0] - fr["sent", 0], fr["received", 1] - fr["sent", 1],
-					fr["received", 2] - fr["sent", 2], fr["received", 3] - fr["sent", 3] >frames
+				printf "%s\t%s\th2g\t%d\t%d\t%d\t%d\t%d\n", lab, run, fr["received", 0] - fr["sent", 0], fr["received", 1] - fr["sent", 1],
+					fr["received", 2] - fr["sent", 2], fr["received", 3] - fr["sent", 3],
+					(("received", "InSegs") in seg && ("sent", "InSegs") in seg) ? seg["received", "InSegs"] - seg["sent", "InSegs"] : -1 >frames
 		}' >"$tmp/boot.tsv" 2>>"$tmp/bind.tsv"
 	cat "$tmp/boot.tsv" >>"$tmp/results.tsv"
 	cat "$out.frames" >>"$tmp/frames.tsv" 2>/dev/null || true
@@ -187,7 +201,7 @@ boot() {
 		END { printf "bench: net: %s, boot %d%s\n", lab, run, s }' "$tmp/boot.tsv"
 }
 
-echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way, perfvisor with --net mrg=$mrg,rx-usecs=$rxus,tx-usecs=$txus${vhost:+, and QEMU with vhost=on} ..."
+echo "bench: net: $runs interleaved boots of each VMM, $mb MiB each way, perfvisor with --net mrg=$mrg${coal:+ and with mrg=$mrg,$coal}${vhost:+, and QEMU with vhost=on} ..."
 : >"$tmp/results.tsv"
 : >"$tmp/bind.tsv"
 : >"$tmp/counters.tsv"
@@ -198,6 +212,10 @@ while [ $i -le "$runs" ]; do
 	boot "qemu microvm" $i $qemu $qnic=off -append "$cmd"
 	# shellcheck disable=SC2086
 	boot "perfvisor" $i $pvrun --cmdline "$cmd"
+	if [ -n "$coal" ]; then
+		# shellcheck disable=SC2086
+		boot "perfvisor coalescing" $i $pvrun,$coal --cmdline "$cmd"
+	fi
 	if [ -n "$vhost" ]; then
 		# shellcheck disable=SC2086
 		boot "qemu vhost=on" $i $qemu $qnic=on -append "$cmd"
@@ -206,11 +224,15 @@ while [ $i -le "$runs" ]; do
 done
 
 echo
-awk -F '\t' -v host="$host" -v cpus="$cpus" -v mem="$mem" -v mb="$mb" -v runs="$runs" -v vhost="$vhost" \
+awk -F '\t' -v host="$host" -v cpus="$cpus" -v mem="$mem" -v mb="$mb" -v runs="$runs" -v vhost="$vhost" -v coal="$coal" \
 	-v pkg="$(cat "$build/debian-kernel/package" 2>/dev/null)" "$bench_awk_med"'
 FILENAME ~ /bind.tsv$/ { bind[$1] = $2; next }
 FILENAME ~ /counters.tsv$/ { cnt[$1] = $3; next }
-FILENAME ~ /frames.tsv$/ { fb[$1, $3]++; for (i = 0; i < 4; i++) fs[$1, $3, i] += $(4 + i); next }
+FILENAME ~ /frames.tsv$/ {
+	fb[$1, $3]++; for (i = 0; i < 4; i++) fs[$1, $3, i] += $(4 + i)
+	if ($8 >= 0) { sb[$1, $3]++; ss[$1, $3] += $8; sf[$1, $3] += $3 == "g2h" ? $4 : $6 }
+	next
+}
 {
 	lab = $1
 	if (!(lab in seen)) { seen[lab] = ++nl; labs[nl] = lab }
@@ -234,10 +256,11 @@ END {
 	printf "%s, busybox initramfs, %s vCPUs, %s; %s MiB each way a boot with busybox nc, to and from a tap\n", pkg, cpus, mem, mb
 	printf "(10.0.2.1/24) in a network namespace of its own; QEMU microvm -netdev tap,vhost=off -device virtio-net-device\n"
 	printf "and perfvisor --net tap=NAME: both move the frames in their own process%s\n", vhost ? "; QEMU vhost=on: in the host kernel" : " (no /dev/vhost-net here: no vhost=on row)"
-	printf "%-14s  %-27s  %-27s\n", "case", "runs guest->host MiB/s ratio", "runs host->guest MiB/s ratio"
+	if (coal != "") printf "perfvisor coalescing: --net tap=NAME,...,%s (interrupt coalescing; off by default)\n", coal
+	printf "%-20s  %-27s  %-27s\n", "case", "runs guest->host MiB/s ratio", "runs host->guest MiB/s ratio"
 	for (i = 1; i <= nl; i++) {
 		lab = labs[i]
-		printf "%-14s  %s  %s\n", lab, cell(lab, "g2h"), cell(lab, "h2g")
+		printf "%-20s  %s  %s\n", lab, cell(lab, "g2h"), cell(lab, "h2g")
 	}
 	printf "MiB/s by the guest'"'"'s clock (/proc/uptime, 10 ms) from nc'"'"'s start to its end: guest->host: a 1 MiB random block\n"
 	printf "sent %d times (cat | nc); host->guest: nc | md5sum in the guest. A direction counts only where both ends'"'"' md5s\n", mb
@@ -251,9 +274,13 @@ END {
 			if (!fb[lab, w]) continue
 			# the data frames go out (g2h: tx) or come in (h2g: rx); the other way, mostly ACKs
 			dn = d == 1 ? 0 : 2; an = d == 1 ? 2 : 0
-			printf "%s: %s frames (%d boots, as eth0 counted them): %d data frames a MiB of %.0f bytes on average, %d the other way a MiB\n",
+			printf "%s: %s frames (%d boots, as eth0 counted them): %d data frames a MiB of %.0f bytes on average, %d the other way a MiB",
 				lab, w == "g2h" ? "guest->host" : "host->guest", fb[lab, w], fs[lab, w, dn] / (fb[lab, w] * mb),
 				fs[lab, w, dn + 1] / (fs[lab, w, dn] ? fs[lab, w, dn] : 1), fs[lab, w, an] / (fb[lab, w] * mb)
+			# TCP'"'"'s segments (its own counts: a GSO frame carries several) against those frames
+			if (sb[lab, w]) printf "; the guest'"'"'s TCP %s %d segments a MiB, %.2f a frame", w == "g2h" ? "sent" : "took in",
+				ss[lab, w] / (sb[lab, w] * mb), ss[lab, w] / (sf[lab, w] ? sf[lab, w] : 1)
+			printf "\n"
 		}
 		for (k = 1; k <= nfail[lab]; k++) printf "%s: not measured: %s\n", lab, fails[lab, k]
 	}

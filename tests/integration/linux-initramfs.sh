@@ -145,7 +145,15 @@ case " $(cat /proc/cmdline) " in
 	echo "pvinit: ping 10.0.2.1 after $i tries"
 	echo "pvinit: net sent md5 $(stream | md5sum | cut -d' ' -f1)"
 	# eth0's frames and bytes so far, each way: before and after each direction (bench/net.sh).
-	frames() { fs=/sys/class/net/eth0/statistics; echo "pvinit: net frames $1 tx $(cat $fs/tx_packets) $(cat $fs/tx_bytes) rx $(cat $fs/rx_packets) $(cat $fs/rx_bytes)"; }
+	# And TCP's own counts (/proc/net/snmp, /proc/net/netstat): segments each way, the writes
+	# TCP corked (TCPAutoCorking), the ACKs it delayed and the pure ACKs it got.
+	frames() {
+		fs=/sys/class/net/eth0/statistics
+		echo "pvinit: net frames $1 tx $(cat $fs/tx_packets) $(cat $fs/tx_bytes) rx $(cat $fs/rx_packets) $(cat $fs/rx_bytes)"
+		echo "pvinit: net tcp $1 $(cat /proc/net/snmp /proc/net/netstat | awk '$1 ~ /^(Tcp|TcpExt):$/ {
+			if (!(($1) in h)) { h[$1] = 1; for (i = 2; i <= NF; i++) k[$1, i] = $i; next }
+			for (i = 2; i <= NF; i++) if (k[$1, i] ~ /^(OutSegs|InSegs|TCPAutoCorking|DelayedACKs|TCPPureAcks|TCPHPAcks|TCPOrigDataSent|TCPDelivered|TCPWantZeroWindowAdv|TCPFromZeroWindowAdv|TCPToZeroWindowAdv|RetransSegs)$/) printf "%s=%s ", k[$1, i], $i }')"
+	}
 	frames start
 	t0=$(now); stream | nc 10.0.2.1 5001; t1=$(now)
 	echo "pvinit: net sent $mb MiB in $t0 $t1"
