@@ -15,7 +15,9 @@
 # --rng, QEMU -device virtio-rng-device; pvinit.mods=1 loads the virtio
 # modules). Then the VMM's resident memory beyond the guest RAM it holds
 # (/proc/PID/smaps, while the --rng guest idles), against Firecracker's
-# published 5 MiB. Env: BUILD, BENCH_LINUX_RUNS (3), BENCH_LINUX_RNG_RUNS
+# published 5 MiB; again with a disk (a sparse 64 MiB image) besides, and
+# with a net too (a tap in a network namespace of its own: where root,
+# /dev/net/tun, busybox unshare and BUILD/tests/mktap are), on both sides. Env: BUILD, BENCH_LINUX_RUNS (3), BENCH_LINUX_RNG_RUNS
 # (= BENCH_LINUX_RUNS; 0 leaves the virtio-rng pair out), BENCH_LINUX_CPUS (2),
 # BENCH_LINUX_MEM (256M), BENCH_HOST. Run by bench/run.sh.
 set -eu
@@ -82,12 +84,23 @@ if [ "$rng_runs" -gt 0 ]; then
 fi
 
 # overhead_kib PID: the process's Rss less that of its guest RAM (its
-# largest mapping, at least the guest's size), in KiB: "overhead total guest".
+# largest mapping, at least the guest's size), in KiB: "overhead total guest
+# top", top the three most resident other mappings (file name, [heap], or
+# anon), NAME:KiB with commas between.
 overhead_kib() {
 	awk -v want="$mem_kib" '
+		/^[0-9a-f]+-[0-9a-f]+ / { k++; name[k] = NF >= 6 ? $6 : "anon"; sub(/.*\//, "", name[k]) }
 		/^Size:/ { size = $2 }
-		/^Rss:/ { total += $2; if (size >= want && size > max) { max = size; guest = $2 } }
-		END { if (!max) print "-1 " total " -1"; else print total - guest, total, guest }' "/proc/$1/smaps"
+		/^Rss:/ { rss[k] = $2; total += $2; if (size >= want && size > max) { max = size; guest = $2; g = k } }
+		END {
+			if (!max) { print "-1 " total " -1 -"; exit }
+			for (j = 1; j <= 3; j++) {
+				b = 0; for (i = 1; i <= k; i++) if (i != g && !(i in used) && rss[i] > (b ? rss[b] : 0)) b = i
+				if (!b) break
+				used[b] = 1; top = top (top == "" ? "" : ",") name[b] ":" rss[b]
+			}
+			print total - guest, total, guest, top == "" ? "-" : top
+		}' "/proc/$1/smaps"
 }
 # idle_rss LABEL COMMAND...: boots COMMAND with pvinit=idle, its console in a
 # file, reads its memory 2 s after the guest idles; appends "LABEL overhead total guest".
@@ -119,11 +132,36 @@ echo "bench: linux: the VMMs' memory while the guest idles (--rng) ..."
 idle_rss "perfvisor --rng" $pvrun --rng --cmdline "$cmd pvinit.mods=1 pvinit=idle"
 # shellcheck disable=SC2086
 idle_rss "qemu microvm, virtio-rng" $qemu -device virtio-rng-device -append "$cmd pvinit.mods=1 pvinit=idle"
+# With a disk: a sparse image the guest's virtio_blk finds but does not mount.
+img=$tmp/idle.img
+: >"$img" && truncate -s 64M "$img"
+qblk="-drive file=$img,if=none,id=d0,format=raw,cache=writeback,aio=io_uring -device virtio-blk-device,drive=d0"
+# shellcheck disable=SC2086
+idle_rss "perfvisor --rng --disk" $pvrun --rng --disk path="$img" --cmdline "$cmd pvinit.mods=1 pvinit=idle"
+# shellcheck disable=SC2086
+idle_rss "qemu microvm, rng, blk" $qemu -device virtio-rng-device $qblk -append "$cmd pvinit.mods=1 pvinit=idle"
+# And a net: the tap pvrss0 in a network namespace of its own, gone with the VMM. in_netns
+# execs (through busybox unshare, which execs too) so the VMM keeps the pid idle_rss reads.
+mktap=$build/tests/mktap
+in_netns() {
+	exec busybox unshare -n sh -c '"$0" pvrss0 >/dev/null && busybox ip link set pvrss0 up && exec "$@"' "$mktap" "$@"
+}
+if [ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] && [ -x "$mktap" ] && busybox unshare --help 2>&1 | grep -q -- '-n'; then
+	# shellcheck disable=SC2086
+	idle_rss "perfvisor --rng --disk --net" in_netns $pvrun --rng --disk path="$img" --net tap=pvrss0 \
+		--cmdline "$cmd pvinit.mods=1 pvinit=idle"
+	# shellcheck disable=SC2086
+	idle_rss "qemu microvm, rng, blk, net" in_netns $qemu -device virtio-rng-device $qblk \
+		-netdev tap,id=n0,ifname=pvrss0,script=no,downscript=no,vhost=off -device virtio-net-device,netdev=n0 \
+		-append "$cmd pvinit.mods=1 pvinit=idle"
+else
+	echo "bench: linux: the VMMs' memory with a net: not measured (needs root, /dev/net/tun, busybox unshare -n and $mktap)"
+fi
 
 echo
 awk -F '\t' -v host="$host" -v cpus="$cpus" -v mem="$mem" -v pkg="$(cat "$build/debian-kernel/package" 2>/dev/null)" '
 FILENAME ~ /boot.tsv$/ { n++; lab[n] = $1; runs[n] = $2; wall[n] = $4 / 1e6; mark[n] = $9 / 1e6; g[n] = $10 / 1e6; if ($1 == "qemu microvm, rtc=on") rtc = n }
-FILENAME ~ /rss.tsv$/ { split($2, v, " "); m++; rlab[m] = $1; over[m] = v[1]; tot[m] = v[2]; gst[m] = v[3] }
+FILENAME ~ /rss.tsv$/ { split($2, v, " "); m++; rlab[m] = $1; over[m] = v[1]; tot[m] = v[2]; gst[m] = v[3]; top[m] = v[4] }
 function ratio(x, base, target) {
 	if (base <= 0) return "-"
 	if (!target) return sprintf("%.2f", x / base)
@@ -149,5 +187,6 @@ END {
 		if (rlab[i] ~ /^perfvisor/) { pvo = over[i]; note = sprintf("bound <= 5120 KiB (Firecracker'"'"'s published): %s", over[i] <= 5120 ? "met" : "MISSED") }
 		else note = pvo > 0 ? sprintf("perfvisor/QEMU %.2f", pvo / over[i]) : "-"
 		printf "VMM overhead RSS, Linux guest idle, %s: %d KiB (Rss %d - guest RAM resident %d; %s)\n", rlab[i], over[i], tot[i], gst[i], note
+		if (rlab[i] ~ /^perfvisor/ && top[i] != "" && top[i] != "-") printf "  its most resident other mappings (KiB): %s\n", top[i]
 	}
 }' "$tmp/boot.tsv" "$tmp/rss.tsv"
