@@ -449,6 +449,9 @@ struct virtio_net_counters {
 /* A virtio-net device: 0, -ENOMEM or -EINVAL (a multicast or zero MAC). Setup thread. */
 int virtio_net_create(struct virtio_mmio **out, const struct dev_host *host,
 		      const struct virtio_net_params *p);
+/* "; interrupts coalesced over R us receiving, T us sending", or "" when both are 0: the words
+ * --verbose and snapshot-info use. Pure. */
+void virtio_net_coalescing_words(uint32_t rx_usecs, uint32_t tx_usecs, char *buf, size_t len);
 
 /* virtio-net's saved state: the transport's, its MAC, link, tap name, counters and coalescing. */
 struct virtio_net_state {

@@ -297,15 +297,21 @@ int virtio_net_load(struct virtio_mmio *v, const struct virtio_net_state *st)
 	return 0;
 }
 
+void virtio_net_coalescing_words(uint32_t rx_usecs, uint32_t tx_usecs, char *buf, size_t len)
+{
+	if (rx_usecs || tx_usecs)
+		snprintf(buf, len, "; interrupts coalesced over %u us receiving, %u us sending", rx_usecs,
+			 tx_usecs);
+	else if (len)
+		buf[0] = '\0';
+}
+
 static void net_describe(const void *state, char *buf, size_t len)
 {
 	const struct virtio_net_state *st = state;
+	char coal[80];
 
-	char coal[80] = "";
-
-	if (st->rx_usecs || st->tx_usecs)
-		snprintf(coal, sizeof(coal), "; interrupts coalesced over %u us receiving, %u us sending",
-			 st->rx_usecs, st->tx_usecs);
+	virtio_net_coalescing_words(st->rx_usecs, st->tx_usecs, coal, sizeof(coal));
 	snprintf(buf, len,
 		 "virtio-net on tap %.*s, MAC %02x:%02x:%02x:%02x:%02x:%02x (status 0x%x, %llu frames "
 		 "received, %llu sent%s)",

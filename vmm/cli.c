@@ -244,9 +244,10 @@ static int parse_net(const char *arg, struct vm_config *cfg, struct errbuf *err)
 
 			snprintf(num, sizeof(num), "%.*s",
 				 (int)(vlen < sizeof(num) - 1 ? vlen : sizeof(num) - 1), val);
-			if (vlen >= sizeof(num) || util_parse_u64(num, 0, VM_NET_USECS_MAX, &us))
+			if (vlen >= sizeof(num) || util_parse_u64(num, 0, VIRTIO_NET_USECS_MAX, &us))
 				return errbuf_set(err, -EINVAL, "--net %cx-usecs=%.*s: microseconds, 0 to %u",
-						  p[0], (int)(vlen > 40 ? 40 : vlen), val, VM_NET_USECS_MAX);
+						  p[0], (int)(vlen > 40 ? 40 : vlen), val,
+						  VIRTIO_NET_USECS_MAX);
 			*(p[0] == 'r' ? &n.rx_usecs : &n.tx_usecs) = (uint32_t)us;
 		} else {
 			return errbuf_set(

@@ -267,12 +267,9 @@ static int make_net(struct vv_dev *d, unsigned i, struct errbuf *err)
 		d->owner->coalesce = true;
 	}
 	if (d->owner->cfg.verbose) {
-		char coal[96] = "";
+		char coal[80];
 
-		if (nc->rx_usecs || nc->tx_usecs)
-			snprintf(coal, sizeof(coal),
-				 "; interrupts coalesced over %u us receiving, %u us sending", nc->rx_usecs,
-				 nc->tx_usecs);
+		virtio_net_coalescing_words(nc->rx_usecs, nc->tx_usecs, coal, sizeof(coal));
 		vm_log("%s: tap %s, MAC %02x:%02x:%02x:%02x:%02x:%02x, offloads %s%s%s", d->win.name, nc->tap,
 		       p.mac[0], p.mac[1], p.mac[2], p.mac[3], p.mac[4], p.mac[5],
 		       p.offloads ? "csum, tso4, tso6" : "none (the tap refuses TUNSETOFFLOAD)",

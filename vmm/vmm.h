@@ -52,7 +52,6 @@ struct vm_disk {
 };
 
 /* One --net tap=NAME[,mac=MAC][,mrg=on][,rx-usecs=N][,tx-usecs=N]. */
-#define VM_NET_USECS_MAX VIRTIO_NET_USECS_MAX
 struct vm_net_cfg {
 	char tap[VIRTIO_NET_IFNAMSIZ];
 	uint8_t mac[6];
