@@ -250,6 +250,20 @@ void mig_conn_limit(struct mig_conn *c, uint64_t bps)
 	c->rate_b0 = c->tx_bytes;
 }
 
+/*
+ * A send or receive failed with errno. A peer that went away (it exited, or
+ * was killed) shows as EPIPE or ECONNRESET on one side and end-of-file on the
+ * other, whichever this side happened to be doing: word all of them alike.
+ */
+static int conn_lost(struct mig_conn *c, const char *doing, struct errbuf *err)
+{
+	int e = errno;
+
+	if (e == EPIPE || e == ECONNRESET)
+		return errbuf_set(err, -ECONNRESET, "%s closed the connection", c->peer);
+	return errbuf_set(err, -e, "%s %s: %s (the connection is lost)", doing, c->peer, strerror(e));
+}
+
 /* Under a limit: wait (bounded) until what was sent is due at the limit's rate. */
 static int keep_to_limit(struct mig_conn *c, struct errbuf *err)
 {
@@ -289,8 +303,7 @@ static int send_all(struct mig_conn *c, struct iovec *iov, int n, struct errbuf 
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
-				return errbuf_set(err, -errno, "sending to %s: %s (the connection is lost)",
-						  c->peer, strerror(errno));
+				return conn_lost(c, "sending to", err);
 			rc = wait_fd(c, POLLOUT, "sending to", err);
 			if (rc)
 				return rc;
@@ -350,15 +363,15 @@ static int recv_all(struct mig_conn *c, void *buf, size_t len, struct errbuf *er
 		ssize_t r = read(c->fd, p, len);
 		int rc;
 
-		if (r == 0)
-			return errbuf_set(err, -ECONNRESET, "%s closed the connection", c->peer);
+		if (r == 0) {
+			errno = ECONNRESET;
+			return conn_lost(c, "receiving from", err);
+		}
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
-				return errbuf_set(err, -errno,
-						  "receiving from %s: %s (the connection is lost)", c->peer,
-						  strerror(errno));
+				return conn_lost(c, "receiving from", err);
 			rc = wait_fd(c, POLLIN, "waiting for", err);
 			if (rc)
 				return rc;

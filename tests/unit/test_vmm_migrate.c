@@ -11,6 +11,7 @@
 #include "vmm/migrate.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,4 +171,28 @@ Test(migmem, mixed_runs_alternate_pages_and_zero)
 	cr_assert_eq(j.r.pages, 32);
 	cr_assert_eq(j.r.zero_pages, 32);
 	cr_assert_eq(memcmp(dst, src.hva, 64 * MIG_PAGE), 0);
+}
+
+/*
+ * A peer that went away is worded alike whichever way this side was going:
+ * a send gets EPIPE (or ECONNRESET), a receive gets end-of-file, and both say
+ * "<peer> closed the connection" with -ECONNRESET.
+ */
+Test(migmem, a_peer_that_went_away_closed_the_connection)
+{
+	struct errbuf err;
+	struct mig_hdr h;
+	void *p = NULL;
+	int rc;
+
+	close(rx_conn.fd);
+	rx_conn.fd = -1;
+	rc = mig_send(&tx, MIG_HELLO, "{}", 2, NULL, 0, &err);
+	cr_assert_eq(rc, -ECONNRESET, "send: %d %s", rc, err.msg);
+	cr_assert_str_eq(err.msg, "dst closed the connection");
+
+	rc = mig_recv(&tx, &h, &p, 0, &err);
+	cr_assert_eq(rc, -ECONNRESET, "receive: %d %s", rc, err.msg);
+	cr_assert_str_eq(err.msg, "dst closed the connection");
+	cr_assert_null(p);
 }
