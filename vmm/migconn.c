@@ -251,14 +251,13 @@ void mig_conn_limit(struct mig_conn *c, uint64_t bps)
 }
 
 /*
- * A send or receive failed with errno. A peer that went away (it exited, or
- * was killed) shows as EPIPE or ECONNRESET on one side and end-of-file on the
- * other, whichever this side happened to be doing: word all of them alike.
+ * A send or receive failed with e (ECONNRESET for end-of-file). A peer that
+ * went away (it exited, or was killed) shows as EPIPE or ECONNRESET on one
+ * side and end-of-file on the other, whichever this side happened to be
+ * doing: word all of them alike.
  */
-static int conn_lost(struct mig_conn *c, const char *doing, struct errbuf *err)
+static int conn_lost(struct mig_conn *c, const char *doing, int e, struct errbuf *err)
 {
-	int e = errno;
-
 	if (e == EPIPE || e == ECONNRESET)
 		return errbuf_set(err, -ECONNRESET, "%s closed the connection", c->peer);
 	return errbuf_set(err, -e, "%s %s: %s (the connection is lost)", doing, c->peer, strerror(e));
@@ -303,7 +302,7 @@ static int send_all(struct mig_conn *c, struct iovec *iov, int n, struct errbuf 
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
-				return conn_lost(c, "sending to", err);
+				return conn_lost(c, "sending to", errno, err);
 			rc = wait_fd(c, POLLOUT, "sending to", err);
 			if (rc)
 				return rc;
@@ -363,15 +362,13 @@ static int recv_all(struct mig_conn *c, void *buf, size_t len, struct errbuf *er
 		ssize_t r = read(c->fd, p, len);
 		int rc;
 
-		if (r == 0) {
-			errno = ECONNRESET;
-			return conn_lost(c, "receiving from", err);
-		}
+		if (r == 0)
+			return conn_lost(c, "receiving from", ECONNRESET, err);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
 			if (errno != EAGAIN)
-				return conn_lost(c, "receiving from", err);
+				return conn_lost(c, "receiving from", errno, err);
 			rc = wait_fd(c, POLLIN, "waiting for", err);
 			if (rc)
 				return rc;
