@@ -9,6 +9,8 @@
 # bench_rotate N FN A B C: N rounds of FN MODE LABEL for the three modes, in
 # an order that rotates from round to round (A B C; B C A; C A B; ...), LABEL
 # the mode and the round's number (off1, stack1, ...).
+# bench_netns_ok: true where a bench can make a tap in a network namespace of
+# its own: root, /dev/net/tun, busybox ip and busybox unshare -n.
 bench_awk_med='
 function med(a, n,    i, j, t, b) {
 	for (i = 1; i <= n; i++) b[i] = a[i]
@@ -35,6 +37,10 @@ bench_need() {
 	for f in "$@"; do
 		[ -e "$f" ] || { echo "bench: $f is missing; run 'make bench'" >&2; exit 1; }
 	done
+}
+bench_netns_ok() {
+	[ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] && busybox ip link >/dev/null 2>&1 &&
+		busybox unshare --help 2>&1 | grep -q -- '-n'
 }
 bench_tmpdir() {
 	tmp=$(mktemp -d)

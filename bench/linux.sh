@@ -17,7 +17,7 @@
 # (/proc/PID/smaps, while the --rng guest idles), against Firecracker's
 # published 5 MiB; again with a disk (a sparse 64 MiB image) besides, and
 # with a net too (a tap in a network namespace of its own: where root,
-# /dev/net/tun, busybox unshare and BUILD/tests/mktap are), on both sides. Env: BUILD, BENCH_LINUX_RUNS (3), BENCH_LINUX_RNG_RUNS
+# /dev/net/tun, busybox ip and unshare and BUILD/tests/mktap are), on both sides. Env: BUILD, BENCH_LINUX_RUNS (3), BENCH_LINUX_RNG_RUNS
 # (= BENCH_LINUX_RUNS; 0 leaves the virtio-rng pair out), BENCH_LINUX_CPUS (2),
 # BENCH_LINUX_MEM (256M), BENCH_HOST. Run by bench/run.sh.
 set -eu
@@ -146,7 +146,7 @@ mktap=$build/tests/mktap
 in_netns() {
 	exec busybox unshare -n sh -c '"$0" pvrss0 >/dev/null && busybox ip link set pvrss0 up && exec "$@"' "$mktap" "$@"
 }
-if [ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] && [ -x "$mktap" ] && busybox unshare --help 2>&1 | grep -q -- '-n'; then
+if bench_netns_ok && [ -x "$mktap" ]; then
 	# shellcheck disable=SC2086
 	idle_rss "perfvisor --rng --disk --net" in_netns $pvrun --rng --disk path="$img" --net tap=pvrss0 \
 		--cmdline "$cmd pvinit.mods=1 pvinit=idle"
@@ -155,7 +155,7 @@ if [ "$(id -u)" -eq 0 ] && [ -c /dev/net/tun ] && [ -x "$mktap" ] && busybox uns
 		-netdev tap,id=n0,ifname=pvrss0,script=no,downscript=no,vhost=off -device virtio-net-device,netdev=n0 \
 		-append "$cmd pvinit.mods=1 pvinit=idle"
 else
-	echo "bench: linux: the VMMs' memory with a net: not measured (needs root, /dev/net/tun, busybox unshare -n and $mktap)"
+	echo "bench: linux: the VMMs' memory with a net: not measured (needs root, /dev/net/tun, busybox ip and unshare -n, and $mktap)"
 fi
 
 echo

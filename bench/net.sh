@@ -54,8 +54,7 @@ bench_positive BENCH_NET_TIMEOUT "$limit"
 case "$mem" in *M | *G) ;; *) echo "bench: BENCH_NET_MEM must be a size in M or G (e.g. 256M)" >&2; exit 2 ;; esac
 command -v qemu-system-x86_64 >/dev/null ||
 	{ echo "bench: qemu-system-x86_64 not found (bash scripts/deps.sh bench)" >&2; exit 1; }
-if [ "$(id -u)" -ne 0 ] || [ ! -c /dev/net/tun ] || ! busybox ip link >/dev/null 2>&1 ||
-	! busybox unshare --help 2>&1 | grep -q -- '-n'; then
+if ! bench_netns_ok; then
 	echo "bench: net: not measured: needs root, /dev/net/tun and busybox ip, nc and unshare -n (the test host has them)"
 	exit 0
 fi
